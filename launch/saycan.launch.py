@@ -1,0 +1,38 @@
+"""Start the SayCan graph on a ROS 2 install: language scorer, affordances, skill executor,
+planner.
+
+    ros2 launch saycan_ros saycan.launch.py
+    ros2 launch saycan_ros saycan.launch.py params_file:=/path/to/saycan.yaml strategy:=no_vf
+    ros2 topic pub --once /saycan/instruction std_msgs/String "{data: 'Bring me a coke.'}"
+"""
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+
+def generate_launch_description():
+    share = get_package_share_directory("saycan_ros")
+    params_file = LaunchConfiguration("params_file")
+    strategy = LaunchConfiguration("strategy")
+    model = LaunchConfiguration("model")
+    return LaunchDescription([
+        DeclareLaunchArgument("params_file",
+                              default_value=os.path.join(share, "config", "saycan.yaml"),
+                              description="ros__parameters for every node"),
+        DeclareLaunchArgument("strategy", default_value="saycan",
+                              description="saycan | no_vf"),
+        DeclareLaunchArgument("model", default_value="gemma3-270m",
+                              description="language model of the scorer"),
+        Node(package="saycan_ros", executable="llm_scorer", name="llm_scorer",
+             parameters=[params_file, {"model": model}], output="screen"),
+        Node(package="saycan_ros", executable="affordance", name="affordance",
+             parameters=[params_file], output="screen"),
+        Node(package="saycan_ros", executable="skill_executor", name="skill_executor",
+             parameters=[params_file], output="screen"),
+        Node(package="saycan_ros", executable="planner", name="planner",
+             parameters=[params_file, {"strategy": strategy}], output="screen"),
+    ])

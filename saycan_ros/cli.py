@@ -1,0 +1,257 @@
+"""The ``saycan`` command: run the graph on the built-in kitchen, evaluate, benchmark, simulate.
+
+    saycan run "I spilled my coke, can you bring me something to clean it up?" [--plot f.png]
+    saycan eval --tasks config/tasks.yaml [--strategy saycan] [--json out.json]
+    saycan bench scoring
+    saycan bench sim
+    saycan sim --render kitchen.png
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # DDS stays on loopback
+
+
+# -- run -----------------------------------------------------------------------------------------
+def _print_scores(msg, top_k: int) -> None:
+    import numpy as np
+    combined = np.nan_to_num(np.asarray(msg.combined, dtype=float), nan=-1.0)
+    order = np.argsort(-combined, kind="stable")[:top_k]
+    print(f"\nstep {msg.step}  ({msg.strategy})" + " " * 22 + "LLM   afford.  product")
+    for i in order:
+        mark = "▶" if msg.skills[i] == msg.selected else " "
+        print(f"  {mark} {msg.skills[i]:<34} {msg.llm[i]:6.3f}  {msg.affordance[i]:6.3f}  "
+              f"{msg.combined[i]:7.4f}")
+    sys.stdout.flush()
+
+
+def _print_status(msg) -> None:
+    if msg.state == "executing" and ("succeeded" in msg.message or "failed" in msg.message):
+        print(f"  -> {msg.message.split(': ', 1)[1]}")
+        sys.stdout.flush()
+
+
+def node_params(args) -> dict:
+    llm = {"backend": args.backend, "model": args.model}
+    if args.base_url:
+        llm["base_url"] = args.base_url
+    return {"llm_scorer": llm,
+            "planner": {"strategy": args.strategy, "max_steps": args.max_steps}}
+
+
+def cmd_run(args) -> int:
+    from saycan_ros import graph
+    from saycan_ros.commander import SayCanCommander
+    from saycan_ros.tasks import TaskError, check_instruction
+
+    try:
+        instruction = check_instruction(args.instruction)
+    except TaskError as exc:
+        print(f"saycan run: {exc}", file=sys.stderr)
+        return 2
+    init = json.loads(args.init) if args.init else None
+    params = node_params(args)
+    graph.init_rclpy()
+    procs, in_process = [], None
+    log_dir = tempfile.mkdtemp(prefix="saycan_run_")
+    try:
+        print(f"starting the SayCan graph ({'one process per node' if args.processes else 'one process'}"
+              f", model {args.model})...", flush=True)
+        if args.processes:
+            procs = graph.start_processes(params, log_dir=log_dir)
+        else:
+            in_process = graph.start_in_process(params)
+        commander = SayCanCommander(on_scores=lambda m: _print_scores(m, args.top),
+                                    on_status=_print_status)
+        executor = in_process.executor if in_process else None
+        if executor is None:
+            from rclpy.executors import MultiThreadedExecutor
+            executor = MultiThreadedExecutor(num_threads=3)
+            threading.Thread(target=executor.spin, daemon=True).start()
+        executor.add_node(commander)
+        commander.wait_until_ready(timeout_s=args.ready_timeout)
+        if init is not None:
+            commander.reset_world(init)
+        print(f"\ninstruction: {instruction}", flush=True)
+        commander.send_instruction(instruction)
+        deadline = time.monotonic() + args.timeout
+        while not commander.is_task_complete():
+            if time.monotonic() > deadline:
+                print(f"saycan run: no result within {args.timeout:g} s; cancelling",
+                      file=sys.stderr)
+                commander.cancel_task()
+                return 1
+            time.sleep(0.05)
+        result = commander.get_result()
+        state = commander.world_state()
+        print(f"\nresult: {result['state']} — {result['message']}")
+        print("plan: " + " → ".join(result["plan"]))
+        print(f"world: robot at the {state['robot_at']}, holding "
+              f"{state['holding'] or 'nothing'}; " + ", ".join(
+                  f"{o}: {l}" for o, l in sorted(state["objects"].items())))
+        if args.plot:
+            from saycan_ros.plotting import plot_plan
+            steps = [{"step": m.step, "skills": list(m.skills), "llm": list(m.llm),
+                      "affordance": list(m.affordance), "combined": list(m.combined),
+                      "selected": m.selected} for m in commander.scores]
+            print(f"plot: {plot_plan(steps, instruction, args.plot)}")
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as handle:
+                json.dump({"result": result, "world": state}, handle, indent=1)
+        return 0 if result["state"] == "succeeded" else 1
+    except TimeoutError as exc:
+        print(f"saycan run: {exc} (node logs: {log_dir})", file=sys.stderr)
+        return 1
+    finally:
+        if in_process is not None:
+            in_process.shutdown()
+        graph.stop_processes(procs)
+        import rclpy
+        if rclpy.ok():
+            rclpy.shutdown()
+
+
+# -- eval ----------------------------------------------------------------------------------------
+def cmd_eval(args) -> int:
+    from saycan_ros.affordance import load_affordance
+    from saycan_ros.stack import load_vocabulary, make_language_scorer
+    from saycan_ros.tasks import TaskError, load_tasks
+    from saycan_ros.evaluation import evaluate
+
+    vocabulary = load_vocabulary()
+    try:
+        tasks = load_tasks(args.tasks, vocabulary.kitchen)
+    except TaskError as exc:
+        print(f"saycan eval: {exc}", file=sys.stderr)
+        return 2
+    if args.families:
+        wanted = set(args.families.split(","))
+        tasks = [t for t in tasks if t.family in wanted]
+    if args.limit:
+        tasks = tasks[:args.limit]
+    if args.executor != "oracle":
+        print("saycan eval: only --executor oracle exists so far", file=sys.stderr)
+        return 2
+    scorer = make_language_scorer({"backend": args.backend, "model": args.model,
+                                   "base_url": args.base_url}, vocabulary.prompt)
+    strategies = args.strategy.split(",")
+    reports = []
+    for strategy in strategies:
+        report = evaluate(tasks, kitchen=vocabulary.kitchen, skills=vocabulary.skills,
+                          language_scorer=scorer, affordance_scorer=load_affordance(),
+                          strategy=strategy, model_name=args.model, max_steps=args.max_steps)
+        reports.append(report)
+        print(report.table())
+        print()
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump([r.to_dict() for r in reports], handle, indent=1)
+    for report in reports[1:]:
+        print(f"{report.strategy}: {report.summary_line()}")
+    print(reports[0].summary_line())
+    return 0
+
+
+# -- bench ---------------------------------------------------------------------------------------
+def cmd_bench(args) -> int:
+    if args.what == "scoring":
+        from saycan_ros.bench_scoring import format_scoring_result, run_scoring_bench
+        from saycan_ros.stack import load_vocabulary
+        vocabulary = load_vocabulary()
+        prompt = vocabulary.prompt
+        result = run_scoring_bench(
+            args.model, prompt.prefix(),
+            prompt.query("I spilled my coke, can you bring me something to clean it up?",
+                         ["find a sponge"]),
+            [prompt.option(s) for s in vocabulary.skills.texts],
+            repeats=args.repeats)
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as handle:
+                json.dump(result, handle, indent=1)
+        print(format_scoring_result(result))
+        return 0
+    if args.what == "sim":
+        from saycan_ros.sim.bench import format_sim_result, run_sim_bench
+        result = run_sim_bench(steps=args.steps, camera=not args.no_camera)
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as handle:
+                json.dump(result, handle, indent=1)
+        print(format_sim_result(result))
+        return 0
+    raise AssertionError(args.what)
+
+
+def cmd_sim(args) -> int:
+    from saycan_ros.sim.render import render_kitchen
+    init = json.loads(args.init) if args.init else None
+    print(render_kitchen(args.render, seed=args.seed, init=init))
+    return 0
+
+
+# -- parser --------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    from saycan_ros.stack import DEFAULT_MODEL
+    parser = argparse.ArgumentParser(prog="saycan", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def model_args(p):
+        p.add_argument("--model", default=DEFAULT_MODEL,
+                       help="gemma3-270m | smollm2-135m | HF folder | .gguf file | server model")
+        p.add_argument("--backend", default="transformers", choices=["transformers", "openai"])
+        p.add_argument("--base-url", default="", help="openai back end: server URL")
+        p.add_argument("--strategy", default="saycan", help="saycan | no_vf (comma list in eval)")
+        p.add_argument("--max-steps", type=int, default=20)
+
+    run = sub.add_parser("run", help="plan and execute one instruction on the kitchen")
+    run.add_argument("instruction")
+    model_args(run)
+    run.add_argument("--processes", action="store_true", help="one process per node")
+    run.add_argument("--plot", help="draw per-step scores to this PNG")
+    run.add_argument("--json", help="write the result to this file")
+    run.add_argument("--init", help="task init as JSON, e.g. '{\"holding\": \"apple\"}'")
+    run.add_argument("--top", type=int, default=5, help="skills shown per step")
+    run.add_argument("--timeout", type=float, default=600.0)
+    run.add_argument("--ready-timeout", type=float, default=300.0)
+    run.set_defaults(func=cmd_run)
+
+    ev = sub.add_parser("eval", help="plan success over a task file")
+    ev.add_argument("--tasks", default="tasks.yaml")
+    model_args(ev)
+    ev.add_argument("--executor", default="oracle", choices=["oracle"])
+    ev.add_argument("--json")
+    ev.add_argument("--limit", type=int, default=0)
+    ev.add_argument("--families", default="", help="comma-separated families to keep")
+    ev.set_defaults(func=cmd_eval)
+
+    bench = sub.add_parser("bench", help="benchmarks (ratios measured side by side)")
+    bench.add_argument("what", choices=["scoring", "sim"])
+    bench.add_argument("--model", default=DEFAULT_MODEL)
+    bench.add_argument("--repeats", type=int, default=3)
+    bench.add_argument("--steps", type=int, default=5000)
+    bench.add_argument("--no-camera", action="store_true")
+    bench.add_argument("--json")
+    bench.set_defaults(func=cmd_bench)
+
+    sim = sub.add_parser("sim", help="the built-in simulator")
+    sim.add_argument("--render", required=True, help="FILE.png or FILE.mp4")
+    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--init", help="task init as JSON")
+    sim.set_defaults(func=cmd_sim)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

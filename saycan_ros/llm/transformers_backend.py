@@ -1,0 +1,470 @@
+"""Local language models through Hugging Face transformers (CPU by default).
+
+Scoring (SayCan's "Say") is the hot path: each planning step scores every skill description
+(~50) after a long few-shot prompt. Two modes, selected by ``packed``:
+
+* packed (default): the few-shot prefix is encoded once and its KV cache kept (keyed by the
+  prefix string, latest two kept). Per call, a copy of it is extended with the query tokens,
+  then ALL options are scored in ONE forward pass: their tokens are packed into one sequence,
+  each option's position ids restart right after the context, and a 4-D mask lets every option
+  token see the whole context and only the earlier tokens of its own option. Options that start
+  alike (" pick up the apple", " pick up the orange") share those tokens: the packed sequence
+  is a token trie and each token sees its trie ancestors (~40% fewer tokens over the kitchen's
+  51 skills; ``share_option_prefixes = False`` packs plain concatenated options instead).
+  Models with sliding-window layers (Gemma-3) get a dict of masks keyed by layer type; the
+  sliding cache holds only the last ``sliding_window - 1`` context tokens, so that mask's
+  context part has that width and a key is visible only when ``q_pos - k_pos < sliding_window``.
+* naive: one forward pass per option over the full text, no cache (the reference).
+
+Both tokenise prefix, query and option separately and concatenate the ids, so an option's
+tokens never depend on its context. The first option token is scored from the context's last
+logits; each option's last token is never fed to the model (its next-token prediction is not
+needed), so one-token options need no forward pass at all.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import dataclasses
+import logging
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from saycan_ros.llm.backend import (
+    Generation,
+    LanguageBackend,
+    check_config_keys,
+    cut_at_stop,
+    validate_generate_args,
+    validate_options,
+)
+from saycan_ros.llm.models import display_name, load_causal_lm
+
+_LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class _ContextState:
+    """A KV cache after some context, and the log-probabilities of the next token."""
+
+    cache: Any | None          # transformers Cache, None when the context is empty
+    next_logprobs: torch.Tensor | None   # (vocab,) float32
+    n_tokens: int
+
+
+def build_tree_masks(
+    parents: Sequence[int],
+    n_ctx: int,
+    ctx_kv_lens: Mapping[str, int],
+    windows: Mapping[str, int | None],
+) -> dict[str, torch.Tensor]:
+    """Boolean masks ``(L, ctx_kv_len + L)`` (True = may attend) for a packed pass.
+
+    parents: for each of the L packed tokens, the index of the packed token before it in its
+        option (``-1`` when it follows the context directly); ``parents[i] < i``. A token sees
+        the context and its ancestors (itself included) only. A token trie lets options with a
+        common start (" pick up the ...") share those tokens; a plain concatenation of options
+        is the special case of one chain per option.
+    n_ctx: number of context tokens before the packed tokens (token i sits at absolute position
+        ``n_ctx + depth(i)``).
+    ctx_kv_lens: per layer type, how many context keys that layer's cache holds (the LAST ones
+        of the context: a sliding-window cache keeps only ``window - 1``).
+    windows: per layer type, the sliding window (keys visible while ``q_pos - k_pos < window``)
+        or None for full attention.
+    """
+    L = len(parents)
+    anc = torch.zeros(L, L, dtype=torch.bool)
+    depth = torch.zeros(L, dtype=torch.long)
+    for i, p in enumerate(parents):
+        if p >= 0:
+            if p >= i:
+                raise ValueError("parents[i] must be < i")
+            anc[i] = anc[p]
+            depth[i] = depth[p] + 1
+        anc[i, i] = True
+    masks = {}
+    for kind, c in ctx_kv_lens.items():
+        window = windows.get(kind)
+        if c > n_ctx:
+            raise ValueError(f"{kind}: cache holds {c} keys but the context has {n_ctx} tokens")
+        if window is None:
+            ctx_part = torch.ones(L, c, dtype=torch.bool)
+            new_new = anc
+        else:
+            q_pos = n_ctx + depth                                   # (L,)
+            ctx_pos = torch.arange(n_ctx - c, n_ctx)                # (c,)
+            ctx_part = (q_pos[:, None] - ctx_pos[None, :]) < window
+            new_new = anc & ((depth[:, None] - depth[None, :]) < window)
+        masks[kind] = torch.cat([ctx_part, new_new], dim=1)
+    return masks
+
+
+def build_packed_masks(
+    seg_lens: Sequence[int],
+    n_ctx: int,
+    ctx_kv_lens: Mapping[str, int],
+    windows: Mapping[str, int | None],
+) -> dict[str, torch.Tensor]:
+    """:func:`build_tree_masks` for plainly concatenated segments of the given lengths."""
+    parents: list[int] = []
+    for n in seg_lens:
+        base = len(parents)
+        parents.extend([-1] + [base + j for j in range(n - 1)] if n else [])
+    return build_tree_masks(parents, n_ctx, ctx_kv_lens, windows)
+
+
+class _TokenTrie:
+    """Packed input tokens of a set of options; common starts are shared unless ``share``
+    is False. Option k's scores are read at ``paths[k]`` (one node per input token)."""
+
+    def __init__(self, share: bool = True) -> None:
+        self.share = share
+        self.tokens: list[int] = []
+        self.parents: list[int] = []
+        self._index: dict[tuple[int, int], int] = {}
+
+    def new_nodes(self, inputs: Sequence[int]) -> int:
+        """How many nodes :meth:`add` would create for ``inputs``."""
+        if not self.share:
+            return len(inputs)
+        p = -1
+        for j, t in enumerate(inputs):
+            idx = self._index.get((p, t))
+            if idx is None:
+                return len(inputs) - j
+            p = idx
+        return 0
+
+    def add(self, inputs: Sequence[int]) -> list[int]:
+        path, p = [], -1
+        for t in inputs:
+            idx = self._index.get((p, t)) if self.share else None
+            if idx is None:
+                idx = len(self.tokens)
+                self.tokens.append(t)
+                self.parents.append(p)
+                if self.share:
+                    self._index[(p, t)] = idx
+            path.append(idx)
+            p = idx
+        return path
+
+
+class TransformersBackend(LanguageBackend):
+    """A causal LM run locally with transformers (see the module docstring)."""
+
+    CONFIG_KEYS = ("model", "dtype", "threads", "packed", "device", "name",
+                   "max_packed_tokens", "use_model_cache")
+
+    def __init__(self, model: str = "gemma3-270m", *, dtype: str = "float32",
+                 threads: int | None = None, packed: bool = True, device: str = "cpu",
+                 name: str | None = None, max_packed_tokens: int = 4096,
+                 use_model_cache: bool = True) -> None:
+        if threads:
+            torch.set_num_threads(int(threads))
+        hf_model, tokenizer, info = load_causal_lm(model, dtype, use_cache=use_model_cache)
+        self._init(hf_model, tokenizer, name or display_name(model), packed=packed,
+                   device=device, max_packed_tokens=max_packed_tokens)
+        self.load_info = info
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> "TransformersBackend":
+        cfg = check_config_keys(config, cls.CONFIG_KEYS, "transformers")
+        return cls(**cfg)
+
+    @classmethod
+    def from_objects(cls, model, tokenizer, *, name: str = "model", packed: bool = True,
+                     device: str = "cpu", max_packed_tokens: int = 4096) -> "TransformersBackend":
+        """Wrap an already loaded model + tokenizer (tests, notebooks)."""
+        self = cls.__new__(cls)
+        self._init(model, tokenizer, name, packed=packed, device=device,
+                   max_packed_tokens=max_packed_tokens)
+        self.load_info = None
+        return self
+
+    def _init(self, model, tokenizer, name: str, *, packed: bool, device: str,
+              max_packed_tokens: int) -> None:
+        LanguageBackend.__init__(self, name)
+        self.device = torch.device(device)
+        self.model = model.to(self.device).eval()
+        self.tokenizer = tokenizer
+        self.packed = bool(packed)
+        if max_packed_tokens < 1:
+            raise ValueError("max_packed_tokens must be >= 1")
+        self.max_packed_tokens = int(max_packed_tokens)
+        # share the tokens of common option starts in the packed pass (a token trie)
+        self.share_option_prefixes = True
+        self.last_packed_tokens = 0     # tokens in the packed pass(es) of the latest call
+        self._prefix_cache: collections.OrderedDict[str, _ContextState] = collections.OrderedDict()
+        self.max_prefix_entries = 2
+        self._bos = self._leading_special_ids()
+        cfg = model.config
+        self._eos_ids = self._collect_eos_ids()
+        layer_types = list(getattr(cfg, "layer_types", None) or [])
+        window = getattr(cfg, "sliding_window", None)
+        # dict masks are needed (and supported) by hybrid models such as Gemma-3
+        self._mask_dict = bool(layer_types) and any(t != "full_attention" for t in layer_types)
+        self._layer_types = layer_types
+        self._windows = {t: (window if t == "sliding_attention" else None) for t in set(layer_types)}
+        if self._mask_dict and not set(layer_types) <= {"full_attention", "sliding_attention"}:
+            _LOG.warning("%s has layer types %s: packed scoring is only verified for full and "
+                         "sliding-window attention; check it against packed=False",
+                         name, sorted(set(layer_types)))
+
+    # ------------------------------------------------------------------ tokenisation
+    def _encode(self, text: str) -> list[int]:
+        if not text:
+            return []
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _leading_special_ids(self) -> list[int]:
+        """Ids the tokenizer puts before a text (e.g. Gemma's <bos>; none for SmolLM2)."""
+        with_sp = list(self.tokenizer("a", add_special_tokens=True)["input_ids"])
+        plain = list(self.tokenizer("a", add_special_tokens=False)["input_ids"])
+        for i in range(len(with_sp) - len(plain) + 1):
+            if with_sp[i:i + len(plain)] == plain:
+                return with_sp[:i]
+        return []
+
+    def _collect_eos_ids(self) -> set[int]:
+        ids: set[int] = set()
+        for v in (getattr(self.tokenizer, "eos_token_id", None),
+                  getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)):
+            if isinstance(v, int):
+                ids.add(v)
+            elif isinstance(v, (list, tuple)):
+                ids.update(int(x) for x in v)
+        return ids
+
+    # ------------------------------------------------------------------ model calls
+    def _forward(self, ids: Sequence[int] | torch.Tensor, *, cache=None, position_ids=None,
+                 attention_mask=None, logits_to_keep: int = 0, use_cache: bool = True):
+        if not isinstance(ids, torch.Tensor):
+            ids = torch.tensor([list(ids)], dtype=torch.long)
+        ids = ids.to(self.device)
+        kwargs: dict[str, Any] = {"use_cache": use_cache, "logits_to_keep": logits_to_keep}
+        if cache is not None:
+            kwargs["cache"] = cache
+        if position_ids is not None:
+            kwargs["position_ids"] = position_ids.to(self.device)
+        if attention_mask is not None:
+            kwargs["attention_mask"] = attention_mask
+        with torch.inference_mode():
+            out = self.model(input_ids=ids, **kwargs)
+        self.stats.forward_passes += 1
+        return out.logits, getattr(out, "cache", None) if use_cache else None
+
+    def _check_finite(self, t: torch.Tensor, what: str) -> None:
+        if not bool(torch.isfinite(t).all()):
+            raise RuntimeError(
+                f"language model {self.name!r} produced non-finite values (NaN/inf) in {what}; "
+                f"the scores would be meaningless (dtype {self.model.dtype}: try float32)")
+
+    def _next_logprobs(self, logits_row: torch.Tensor, what: str) -> torch.Tensor:
+        lp = torch.log_softmax(logits_row.float(), dim=-1)
+        self._check_finite(lp, what)
+        return lp
+
+    def _prefix_state(self, prefix: str) -> _ContextState:
+        state = self._prefix_cache.get(prefix)
+        if state is not None:
+            self._prefix_cache.move_to_end(prefix)
+            return state
+        ids = self._bos + self._encode(prefix)
+        if not ids:
+            state = _ContextState(None, None, 0)
+        else:
+            logits, cache = self._forward(ids, logits_to_keep=1)
+            self.stats.prompt_tokens += len(ids)
+            state = _ContextState(cache, self._next_logprobs(logits[0, -1], "the prefix"),
+                                  len(ids))
+        self._prefix_cache[prefix] = state
+        while len(self._prefix_cache) > self.max_prefix_entries:
+            self._prefix_cache.popitem(last=False)
+        return state
+
+    def _context_state(self, prefix: str, query: str) -> _ContextState:
+        """A private copy of the prefix cache extended with the query tokens."""
+        pstate = self._prefix_state(prefix)
+        q_ids = self._encode(query)
+        if pstate.n_tokens == 0 and not q_ids:
+            raise ValueError("prefix and query are both empty (and the tokenizer adds no BOS): "
+                             "there is no context to score the first option token from")
+        cache = copy.deepcopy(pstate.cache) if pstate.cache is not None else None
+        if not q_ids:
+            return _ContextState(cache, pstate.next_logprobs, pstate.n_tokens)
+        logits, cache = self._forward(q_ids, cache=cache, logits_to_keep=1)
+        self.stats.prompt_tokens += len(q_ids)
+        return _ContextState(cache, self._next_logprobs(logits[0, -1], "the query"),
+                             pstate.n_tokens + len(q_ids))
+
+    def clear_prefix_cache(self) -> None:
+        self._prefix_cache.clear()
+
+    # ------------------------------------------------------------------ scoring
+    def option_logprobs(self, prefix: str, query: str, options: Sequence[str],
+                        *, packed: bool | None = None) -> np.ndarray:
+        opts = validate_options(options)
+        use_packed = self.packed if packed is None else bool(packed)
+        with self._timed():
+            opt_ids = [self._encode(o) for o in opts]
+            for o, ids in zip(opts, opt_ids):
+                if not ids:
+                    raise ValueError(f"option {o!r} encodes to no tokens")
+            if use_packed:
+                scores = self._score_packed(prefix, query, opt_ids)
+            else:
+                scores = self._score_naive(prefix, query, opt_ids)
+            self.stats.scored_tokens += sum(len(i) for i in opt_ids)
+        if not np.all(np.isfinite(scores)):
+            raise RuntimeError(f"language model {self.name!r} produced non-finite option scores")
+        return scores
+
+    def _score_naive(self, prefix: str, query: str, opt_ids: list[list[int]]) -> np.ndarray:
+        ctx = self._bos + self._encode(prefix) + self._encode(query)
+        if not ctx:
+            raise ValueError("prefix and query are both empty (and the tokenizer adds no BOS): "
+                             "there is no context to score the first option token from")
+        out = np.empty(len(opt_ids), dtype=np.float64)
+        for i, ids in enumerate(opt_ids):
+            m = len(ids)
+            # the last option token is only predicted, never needed as an input
+            logits, _ = self._forward(ctx + ids[:-1], logits_to_keep=m, use_cache=False)
+            self.stats.prompt_tokens += len(ctx)
+            lp = torch.log_softmax(logits[0].float(), dim=-1)          # (m, vocab)
+            self._check_finite(lp, "the option scores")
+            tgt = torch.tensor(ids, device=lp.device)
+            out[i] = float(lp.gather(1, tgt[:, None]).sum())
+        return out
+
+    def _score_packed(self, prefix: str, query: str, opt_ids: list[list[int]]) -> np.ndarray:
+        ctx = self._context_state(prefix, query)
+        self.last_packed_tokens = 0
+        first_lp = ctx.next_logprobs
+        out = np.array([float(first_lp[ids[0]]) for ids in opt_ids], dtype=np.float64)
+        # Each option's last token is only predicted, so the packed inputs are tokens 1..m-1;
+        # one-token options need no pass. Options go into tries of <= max_packed_tokens nodes.
+        chunks: list[tuple[_TokenTrie, list[tuple[int, list[int]]]]] = []
+        for i, ids in enumerate(opt_ids):
+            if len(ids) < 2:
+                continue
+            if not chunks or (chunks[-1][0].tokens and len(chunks[-1][0].tokens)
+                              + chunks[-1][0].new_nodes(ids[:-1]) > self.max_packed_tokens):
+                chunks.append((_TokenTrie(self.share_option_prefixes), []))
+            trie, members = chunks[-1]
+            members.append((i, trie.add(ids[:-1])))
+        for k, (trie, members) in enumerate(chunks):
+            # the last chunk may consume the call's private cache; others work on copies
+            cache = ctx.cache if k == len(chunks) - 1 else copy.deepcopy(ctx.cache)
+            rows = [r for _, path in members for r in path]
+            targets = [t for i, _ in members for t in opt_ids[i][1:]]
+            tok_lp = self._packed_pass(cache, ctx.n_tokens, trie, rows, targets)
+            start = 0
+            for i, path in members:
+                out[i] += float(tok_lp[start:start + len(path)].sum())
+                start += len(path)
+        return out
+
+    def _ctx_kv_lens(self, cache, n_ctx: int) -> dict[str, int]:
+        if not self._mask_dict:
+            return {"full_attention": n_ctx}
+        lens: dict[str, int] = {}
+        for i, kind in enumerate(self._layer_types):
+            if kind in lens:
+                continue
+            layer = cache.layers[i]
+            keys = getattr(layer, "keys", None)
+            held = 0 if keys is None or keys.numel() == 0 else int(keys.shape[-2])
+            lens[kind] = held
+        return lens
+
+    def _packed_pass(self, cache, n_ctx: int, trie: _TokenTrie, rows: list[int],
+                     targets: list[int]) -> torch.Tensor:
+        """One forward pass of the trie's tokens on top of ``cache`` (consumed); returns
+        log p(targets[j] | context, ancestors of rows[j]) as a float32 tensor."""
+        bool_masks = build_tree_masks(trie.parents, n_ctx, self._ctx_kv_lens(cache, n_ctx),
+                                      self._windows)
+        depth: list[int] = []
+        for p in trie.parents:
+            depth.append(0 if p < 0 else depth[p] + 1)
+        positions = torch.tensor([depth], dtype=torch.long) + n_ctx
+        dtype = self.model.dtype
+        neg = torch.finfo(dtype).min
+        # additive float masks: valid for eager and sdpa attention alike
+        masks = {k: torch.zeros(m.shape, dtype=dtype).masked_fill_(~m, neg)[None, None]
+                 .to(self.device) for k, m in bool_masks.items()}
+        attn = masks if self._mask_dict else masks["full_attention"]
+        logits, _ = self._forward(trie.tokens, cache=cache, position_ids=positions,
+                                  attention_mask=attn)
+        lg = logits[0].float()                                   # (L, vocab)
+        r = torch.tensor(rows, device=lg.device)
+        t = torch.tensor(targets, device=lg.device)
+        tok_lp = lg[r, t] - torch.logsumexp(lg, dim=-1)[r]
+        self._check_finite(tok_lp, "the option scores")
+        self.last_packed_tokens += len(trie.tokens)
+        return tok_lp.cpu()
+
+    # ------------------------------------------------------------------ generation
+    def _decode_tail(self, anchor: list[int], ids: list[int]) -> str:
+        """Text of ``ids`` as it reads after ``anchor`` (keeps leading spaces)."""
+        if not anchor:
+            return self.tokenizer.decode(ids)
+        head = self.tokenizer.decode(anchor)
+        full = self.tokenizer.decode(anchor + ids)
+        return full[len(head):] if full.startswith(head) else self.tokenizer.decode(ids)
+
+    def generate(self, prefix: str, query: str, *, max_new_tokens: int = 24,
+                 stop: Sequence[str] = ("\n",), num_samples: int = 1, temperature: float = 0.0,
+                 seed: int | None = None) -> list[Generation]:
+        validate_generate_args(max_new_tokens, num_samples, temperature)
+        stop = [s for s in stop if s]
+        with self._timed():
+            ctx = self._context_state(prefix, query)
+            q_ids = self._encode(query)
+            anchor = (self._bos + self._encode(prefix) + q_ids)[-1:]
+            B = num_samples
+            cache = ctx.cache
+            if cache is not None and B > 1:
+                cache.batch_repeat_interleave(B)
+            next_lp = ctx.next_logprobs[None].expand(B, -1)
+            gen = torch.Generator().manual_seed(int(seed)) if seed is not None else None
+            tokens: list[list[int]] = [[] for _ in range(B)]
+            lps: list[list[float]] = [[] for _ in range(B)]
+            texts = [""] * B
+            done = [False] * B
+            for step in range(max_new_tokens):
+                if temperature == 0.0:
+                    nxt = next_lp.argmax(dim=-1)
+                else:
+                    probs = torch.softmax(next_lp / temperature, dim=-1).cpu()
+                    nxt = torch.multinomial(probs, 1, generator=gen)[:, 0]
+                for b in range(B):
+                    if done[b]:
+                        continue
+                    t = int(nxt[b])
+                    tokens[b].append(t)
+                    lps[b].append(float(next_lp[b, t]))
+                    if t in self._eos_ids:
+                        done[b] = True
+                        continue
+                    text, hit = cut_at_stop(self._decode_tail(anchor, tokens[b]), stop)
+                    texts[b] = text
+                    if hit:
+                        done[b] = True
+                if all(done) or step == max_new_tokens - 1:
+                    break
+                logits, cache = self._forward(
+                    nxt[:, None].to(torch.long), cache=cache,
+                    position_ids=torch.full((B, 1), ctx.n_tokens + step, dtype=torch.long),
+                    logits_to_keep=1)
+                next_lp = torch.log_softmax(logits[:, -1].float(), dim=-1)
+                self._check_finite(next_lp, "generation")
+            results = []
+            for b in range(B):
+                n = len(tokens[b])
+                self.stats.generated_tokens += n
+                results.append(Generation(texts[b], float(np.mean(lps[b])) if n else float("nan"), n))
+        return results

@@ -1,0 +1,55 @@
+"""In-process score sources and executor: the planner's protocols served by the ROS-free core.
+
+The nodes wrap exactly these objects, and ``saycan eval --executor oracle`` uses them directly.
+"""
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import numpy as np
+
+from saycan_ros.affordance import AffordanceContext, AffordanceScorer
+from saycan_ros.language import LanguageScorer
+from saycan_ros.planner import ExecutionResult
+from saycan_ros.skills import SkillSet
+from saycan_ros.world import SymbolicWorld
+
+
+class LocalLanguage:
+    def __init__(self, scorer: LanguageScorer):
+        self.scorer = scorer
+
+    def score(self, instruction: str, history: Sequence[str], skills: Sequence[str],
+              min_state_revision: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        return self.scorer.score(instruction, history, skills)
+
+
+class LocalAffordance:
+    """Affordances from the symbolic world's current state."""
+
+    def __init__(self, scorer: AffordanceScorer, world: SymbolicWorld, skills: SkillSet):
+        self.scorer = scorer
+        self.world = world
+        self.skills = skills
+
+    def score(self, instruction: str, history: Sequence[str], skills: Sequence[str],
+              min_state_revision: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        context = AffordanceContext(self.world.kitchen, self.world.snapshot())
+        return self.scorer.score([self.skills.get(s) for s in skills],
+                                 [self.skills.get(s) for s in history], context)
+
+
+class WorldExecutor:
+    """Executes skills on the symbolic world (the oracle executor)."""
+
+    def __init__(self, world: SymbolicWorld, skills: SkillSet):
+        self.world = world
+        self.skills = skills
+
+    def execute(self, skill: str, timeout_s: float = 0.0) -> ExecutionResult:
+        started = time.perf_counter()
+        outcome = self.world.execute(self.skills.get(skill))
+        return ExecutionResult(outcome.success, outcome.message,
+                               time.perf_counter() - started, self.world.revision)
+

@@ -1,0 +1,83 @@
+"""``llm_scorer``: serves p(skill | instruction, history) on ``/saycan/llm/score`` (SkillScore).
+
+The model loads once at start-up. ``backend`` picks ``transformers`` (a shipped shorthand, a
+Hugging Face folder or a GGUF file) or ``openai`` (a completions server that returns prompt
+log-probs, e.g. vLLM; the API key is read from the environment variable ``api_key_env``).
+"""
+from __future__ import annotations
+
+import threading
+
+from rclpy.node import Node
+
+from saycan_ros.language import ScoringError
+from saycan_ros.nodes.common import LLM_SERVICE, declare_parameters, spin_node
+from saycan_ros.stack import DEFAULT_MODEL, load_vocabulary, make_language_scorer
+from saycan_ros.srv import SkillScore
+from saycan_ros.tasks import TaskError, check_instruction
+
+DEFAULTS = {
+    "backend": "transformers",     # transformers | openai
+    "model": DEFAULT_MODEL,        # shorthand, folder, .gguf file, or the server's model name
+    "dtype": "float32",            # transformers: float32 | bfloat16
+    "threads": 0,                  # transformers: torch threads (0 = torch's default)
+    "base_url": "",                # openai: e.g. http://gpu-box:8000/v1
+    "api_key_env": "OPENAI_API_KEY",
+    "request_timeout_s": 30.0,
+    "prompt_file": "",             # "" = built-in config/prompt.yaml
+    "kitchen_file": "",
+    "skills_file": "",
+    "max_candidates": 512,
+}
+
+
+class LlmScorerNode(Node):
+    def __init__(self, scorer=None, **kwargs):
+        super().__init__("llm_scorer", **kwargs)
+        self.params = declare_parameters(self, DEFAULTS)
+        vocabulary = load_vocabulary(self.params["kitchen_file"], self.params["skills_file"],
+                                     self.params["prompt_file"])
+        self.get_logger().info(f"loading {self.params['backend']} model "
+                               f"{self.params['model']!r}...")
+        self.scorer = scorer or make_language_scorer(self.params, vocabulary.prompt)
+        self._model_lock = threading.Lock()  # one forward pass at a time
+        self.create_service(SkillScore, LLM_SERVICE, self.on_score)
+        self.get_logger().info(f"language scorer ready on {LLM_SERVICE}")
+
+    def on_score(self, request, response):
+        response.success = False
+        try:
+            instruction = check_instruction(request.instruction)
+        except TaskError as exc:
+            response.message = str(exc)
+            return response
+        if not request.skills:
+            response.message = "no candidate skills to score"
+            return response
+        if len(request.skills) > self.params["max_candidates"]:
+            response.message = (f"{len(request.skills)} candidates; the limit is "
+                                f"{self.params['max_candidates']}")
+            return response
+        if any(not s.strip() for s in request.skills):
+            response.message = "a candidate skill is empty"
+            return response
+        try:
+            with self._model_lock:
+                probs, raw = self.scorer.score(instruction, list(request.history),
+                                               list(request.skills))
+        except (ScoringError, ValueError) as exc:
+            response.message = f"scoring failed: {exc}"
+            self.get_logger().error(response.message)
+            return response
+        response.scores = [float(p) for p in probs]
+        response.raw = [float(r) for r in raw]
+        response.success = True
+        return response
+
+
+def main(args=None) -> None:
+    spin_node(LlmScorerNode, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+"""Gymnasium environments of the simulated kitchen, one per skill kind.
+
+``SayCanKitchen-Pick-v0``: the robot stands at a surface; "pick up the <object>".
+``SayCanKitchen-Place-v0``: the robot stands at a surface holding an object; "put down the <object>".
+
+The skill text is part of the observation, so one environment serves every object.
+Observation: ``image`` (head camera, RGB uint8), ``state`` ([ee x, ee y, ee z] in the base
+frame in metres, gripper opening 0..1, holding 0/1) and ``skill``. Action: see
+:mod:`saycan_ros.sim.control`. Sparse reward: 1.0 at the end of a successful episode, else 0;
+at most 50 actions (the SayCan paper's evaluation protocol).
+
+Reset options: ``object``, ``location``, ``skill`` (a skill text instead of object), and
+``infeasible``: False (default: the env's ``infeasible_prob``), True (a random impossible
+start) or one of the reasons below, so that value functions see what cannot be done.
+"""
+from __future__ import annotations
+
+import string
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from saycan_ros.kitchen import Kitchen, load_kitchen
+from saycan_ros.sim.camera import Camera
+from saycan_ros.sim.control import ACTION_SIZE, apply_action
+from saycan_ros.sim.expert import PickExpert, PlaceExpert, free_spot, lifted
+from saycan_ros.sim.world import KitchenWorld
+
+PICK_INFEASIBLE = ("absent", "holding", "out_of_reach")
+PLACE_INFEASIBLE = ("not_holding", "holding_other", "away")
+PICK_LOCATIONS = ("close counter", "far counter", "table")
+PLACE_LOCATIONS = ("close counter", "far counter", "table", "trash can", "user")
+MAX_STEPS = 50
+SKILL_CHARSET = string.ascii_lowercase + string.digits + " -'"
+ENV_IDS = {"pick": "SayCanKitchen-Pick-v0", "place": "SayCanKitchen-Place-v0"}
+
+
+class KitchenSkillEnv(gym.Env):
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 5}
+
+    def __init__(self, task: str = "pick", image_size: int | tuple[int, int] = 96,
+                 max_steps: int = MAX_STEPS, infeasible_prob: float = 0.0,
+                 distractors: tuple[int, int] = (1, 2), render_mode: str | None = None,
+                 kitchen: Kitchen | None = None):
+        if task not in ENV_IDS:
+            raise ValueError(f"task must be one of {sorted(ENV_IDS)}, got {task!r}")
+        self.task = task
+        self.max_steps = int(max_steps)
+        self.infeasible_prob = float(infeasible_prob)
+        self.distractors = distractors
+        self.render_mode = render_mode
+        self.kitchen = kitchen or load_kitchen()
+        self.world = KitchenWorld(self.kitchen, cmd_timeout=None)
+        width, height = (image_size, image_size) if isinstance(image_size, int) else image_size
+        self.camera = Camera(self.world, width, height)
+        verb = "pick up the" if task == "pick" else "put down the"
+        self.skills = {f"{verb} {name}": name for name in self.kitchen.objects}
+        self.observation_space = spaces.Dict({
+            "image": spaces.Box(0, 255, (height, width, 3), np.uint8),
+            "state": spaces.Box(np.array([-1.5, -1.5, 0.0, 0.0, 0.0], np.float32),
+                                np.array([1.5, 1.5, 2.0, 1.0, 1.0], np.float32), dtype=np.float32),
+            "skill": spaces.Text(max_length=64, min_length=1, charset=SKILL_CHARSET),
+        })
+        self.action_space = spaces.Box(-1.0, 1.0, (ACTION_SIZE,), np.float32)
+        self.episode: dict[str, Any] = {}
+        self.steps = 0
+
+    # -- episodes --------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        options = dict(options or {})
+        rng = self.np_random
+        target = options.get("object")
+        if options.get("skill") is not None:
+            if options["skill"] not in self.skills:
+                raise ValueError(f"not a {self.task} skill: {options['skill']!r}")
+            target = self.skills[options["skill"]]
+        names = list(self.kitchen.objects)
+        if target is None:
+            target = names[int(rng.integers(len(names)))]
+        self.kitchen.object(target)
+        locations = PICK_LOCATIONS if self.task == "pick" else PLACE_LOCATIONS
+        location = options.get("location") or locations[int(rng.integers(len(locations)))]
+        self.kitchen.location(location)
+        reason = self._infeasibility(options.get("infeasible", False), rng)
+        others = [n for n in names if n != target]
+        rng.shuffle(others)
+        count = int(rng.integers(self.distractors[0], self.distractors[1] + 1))
+        distractors, spare = others[:count], others[count]
+        world_seed = int(rng.integers(2 ** 31))
+        if self.task == "pick":
+            self._reset_pick(target, location, distractors, spare, reason, world_seed)
+        else:
+            self._reset_place(target, location, distractors, spare, reason, world_seed, rng)
+        self.steps = 0
+        skill = f"{'pick up' if self.task == 'pick' else 'put down'} the {target}"
+        self.episode.update(skill=skill, object=target, location=location,
+                            infeasible_reason=reason or "", feasible=reason is None)
+        return self._observation(), self._info(success=False)
+
+    def _infeasibility(self, option, rng) -> str | None:
+        reasons = PICK_INFEASIBLE if self.task == "pick" else PLACE_INFEASIBLE
+        if option is False or option is None:
+            option = bool(rng.random() < self.infeasible_prob) if self.infeasible_prob else False
+        if option is True:
+            return reasons[int(rng.integers(len(reasons)))]
+        if option is False:
+            return None
+        if option not in reasons:
+            raise ValueError(f"infeasible must be a bool or one of {reasons}, got {option!r}")
+        return option
+
+    def _reset_pick(self, target, location, distractors, spare, reason, seed) -> None:
+        placements = {name: location for name in distractors}
+        if reason != "absent":
+            placements = {target: location, **placements}
+        for attempt in range(20):   # the start pose noise can move a slot across the reach limit
+            self.world.reset_scene(location, placements,
+                                   holding=spare if reason == "holding" else None, seed=seed + attempt,
+                                   out_of_reach=(target,) if reason == "out_of_reach" else (),
+                                   pose_noise=(0.03, 0.05))
+            if reason in ("absent", "holding") or self.world.reachable(target) == (reason is None):
+                break
+        self.episode = {"spot": None}
+
+    def _reset_place(self, target, location, distractors, spare, reason, seed, rng) -> None:
+        placements = {name: location for name in distractors}
+        holding = target
+        if reason == "not_holding":
+            holding = None
+            placements[target] = self.kitchen.objects[target].default_location
+        elif reason == "holding_other":
+            holding = spare
+        robot_at: Any = location
+        if reason == "away":   # between places: what it lets go of falls to the floor
+            robot_at = (2.2 + rng.uniform(-0.2, 0.2), 3.8 + rng.uniform(-0.2, 0.2),
+                        rng.uniform(-np.pi, np.pi))
+        self.world.reset_scene(robot_at, placements, holding=holding, seed=seed,
+                               pose_noise=(0.03, 0.05))
+        spot = None
+        if self.world.robot_location in self.world.plan.furniture:
+            spot = free_spot(self.world, self.world.robot_location, rng)
+        self.episode = {"spot": spot, "surface": self.world.robot_location or None}
+
+    # -- stepping -------------------------------------------------------------------------------
+    def step(self, action):
+        terminate = apply_action(self.world, action)
+        self.steps += 1
+        truncated = not terminate and self.steps >= self.max_steps
+        done = terminate or truncated
+        success = done and self.success()
+        return (self._observation(), 1.0 if success else 0.0, terminate, truncated,
+                self._info(success=success))
+
+    def success(self) -> bool:
+        """Whether the skill's effect holds now."""
+        w, target = self.world, self.episode["object"]
+        if not self.episode["feasible"]:
+            return False
+        if self.task == "pick":
+            return lifted(w, target)
+        obj = w.objects[target]
+        return (w.held is None and target in w.present
+                and obj.location == self.episode.get("location"))
+
+    def expert(self, noise: float = 0.0, seed: int | None = None):
+        """The scripted expert for this episode (privileged; call after reset)."""
+        if self.task == "pick":
+            return PickExpert(self.world, self.episode["object"], noise=noise, seed=seed)
+        return PlaceExpert(self.world, self.episode["object"], spot=self.episode.get("spot"),
+                           noise=noise, seed=seed)
+
+    # -- observations ---------------------------------------------------------------------------
+    def _observation(self) -> dict[str, Any]:
+        w = self.world
+        x, y, z = w.arm.ee
+        opening = w.arm.opening / w.arm.limits.gripper[1]
+        state = np.array([x, y, z, opening, 1.0 if w.held else 0.0], dtype=np.float32)
+        return {"image": self.camera.render().copy(), "state": state,
+                "skill": self.episode.get("skill", "") or next(iter(self.skills))}
+
+    def _info(self, success: bool) -> dict[str, Any]:
+        return {"skill": self.episode.get("skill", ""), "object": self.episode.get("object"),
+                "location": self.episode.get("location"),
+                "feasible": self.episode.get("feasible", True),
+                "infeasible_reason": self.episode.get("infeasible_reason", ""),
+                "success": success, "steps": self.steps,
+                "world": self.world.symbolic_state()}
+
+    def render(self):
+        if self.render_mode == "rgb_array":
+            return self.camera.render().copy()
+        return None
+
+
+def register_envs() -> None:
+    """Register the environment ids with gymnasium (idempotent)."""
+    for task, env_id in ENV_IDS.items():
+        if env_id not in gym.registry:
+            gym.register(id=env_id, entry_point="saycan_ros.sim.envs:KitchenSkillEnv",
+                         kwargs={"task": task})
+
+
+register_envs()

@@ -1,0 +1,27 @@
+"""Test-wide settings: DDS stays on loopback, each test process gets its own ROS domain, and the
+language models are loaded once per session."""
+import os
+
+# Before anything imports rclpy: discovery on this machine only, a domain of our own (node
+# subprocesses inherit both), and no model hub.
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+os.environ["ROS_DOMAIN_ID"] = str(20 + os.getpid() % 37)  # 20..56; 57-59 are make's, 6x tests'
+os.environ.setdefault("SAYCAN_TEST_DOMAIN_ID", os.environ["ROS_DOMAIN_ID"])
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def vocabulary():
+    from saycan_ros.stack import load_vocabulary
+    return load_vocabulary()
+
+
+@pytest.fixture(scope="session")
+def test_scorer(vocabulary):
+    """The language scorer on the small shipped model (SmolLM2-135M), loaded once."""
+    from saycan_ros.stack import TEST_MODEL, make_language_scorer
+    return make_language_scorer({"backend": "transformers", "model": TEST_MODEL},
+                                vocabulary.prompt)

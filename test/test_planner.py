@@ -1,0 +1,198 @@
+"""The ROS-free planning loop: strategies, termination, failures, bad scores, cancel; and the
+whole SayCan loop with a real language model on a few tasks."""
+import threading
+
+import numpy as np
+import pytest
+
+from saycan_ros.affordance import load_affordance
+from saycan_ros.evaluation import evaluate
+from saycan_ros.language import LanguageScorer, ScoringError, normalise_logprobs
+from saycan_ros.local import LocalAffordance, LocalLanguage, WorldExecutor
+from saycan_ros.planner import ExecutionResult, Planner, make_strategy
+from saycan_ros.tasks import parse_tasks
+from saycan_ros.world import SymbolicWorld
+
+
+class ScriptedLanguage:
+    """Test double: puts all probability on the next skill of a fixed script."""
+
+    def __init__(self, script, values=None):
+        self.script, self.values, self.calls = list(script), values, 0
+
+    def score(self, instruction, history, skills, min_state_revision=0):
+        self.calls += 1
+        if self.values is not None:
+            return np.asarray(self.values(skills), dtype=float), np.zeros(len(skills))
+        target = self.script[min(len(history), len(self.script) - 1)]
+        probs = np.array([0.9 if s == target else 0.1 / (len(skills) - 1) for s in skills])
+        return probs, np.log(probs)
+
+
+def make_planner(vocabulary, language, strategy="saycan", world=None, **kwargs):
+    world = world or SymbolicWorld(vocabulary.kitchen)
+    affordance = LocalAffordance(load_affordance(), world, vocabulary.skills)
+    planner = Planner(vocabulary.skills, make_strategy(strategy, language, affordance),
+                      WorldExecutor(world, vocabulary.skills), **kwargs)
+    return planner, world
+
+
+def test_saycan_follows_the_language_model_when_feasible(vocabulary):
+    script = ["find a sponge", "pick up the sponge", "bring it to you", "put down the sponge",
+              "done"]
+    planner, world = make_planner(vocabulary, ScriptedLanguage(script))
+    result = planner.run("wipe")
+    assert result.state == "succeeded"
+    assert result.plan == script
+    assert world.object_location("sponge") == "user"
+
+
+def test_affordance_vetoes_an_infeasible_first_choice(vocabulary):
+    # The language model prefers picking the sponge, which is not where the robot stands:
+    # SayCan goes to find it first; No VF tries the pick and fails.
+    def prefers_pick(skills):
+        return [0.5 if s == "pick up the sponge" else 0.4 if s == "find a sponge"
+                else 0.1 / (len(skills) - 2) for s in skills]
+
+    saycan, _ = make_planner(vocabulary, ScriptedLanguage([], prefers_pick), max_steps=1)
+    assert saycan.run("get the sponge").steps[0].selected == "find a sponge"
+    no_vf, world = make_planner(vocabulary, ScriptedLanguage([], prefers_pick), "no_vf")
+    result = no_vf.run("get the sponge")
+    assert result.state == "failed" and "pick up the sponge" in result.message
+    assert world.holding is None
+
+
+def test_step_limit_and_completed_skills(vocabulary):
+    # A model that always wants "go to the table": after the first time, the completed-skill
+    # cap lets "done" (0.1 affordance) win; the plan never loops.
+    def wants_table(skills):
+        return [0.9 if s == "go to the table" else 0.09 if s == "done"
+                else 0.01 / (len(skills) - 2) for s in skills]
+
+    world = SymbolicWorld(vocabulary.kitchen)
+    world.execute(vocabulary.skills.get("go to the far counter"))
+    planner, _ = make_planner(vocabulary, ScriptedLanguage([], wants_table), world=world)
+    result = planner.run("go to the table")
+    assert result.plan == ["go to the table", "done"]
+    assert result.state == "succeeded"
+    looping, _ = make_planner(vocabulary, ScriptedLanguage([], wants_table), "no_vf",
+                              max_steps=3)
+    assert looping.run("x").state == "max_steps"
+
+
+@pytest.mark.parametrize("values, expected", [
+    (lambda skills: [float("nan")] * len(skills), "outside [0, 1] or NaN"),
+    (lambda skills: [2.0] * len(skills), "outside [0, 1]"),
+    (lambda skills: [0.5] * (len(skills) - 1), "scores for"),
+])
+def test_bad_scores_stop_the_plan_before_anything_runs(vocabulary, values, expected):
+    executed = []
+
+    class RecordingExecutor:
+        def execute(self, skill, timeout_s=0.0):
+            executed.append(skill)
+            return ExecutionResult(True, "ok")
+
+    world = SymbolicWorld(vocabulary.kitchen)
+    affordance = LocalAffordance(load_affordance(), world, vocabulary.skills)
+    planner = Planner(vocabulary.skills,
+                      make_strategy("saycan", ScriptedLanguage([], values), affordance),
+                      RecordingExecutor())
+    result = planner.run("anything")
+    assert result.state == "failed" and expected in result.message
+    assert executed == []
+
+
+def test_a_strategy_cannot_run_an_unregistered_skill(vocabulary):
+    class Rogue:
+        name = "rogue"
+
+        def reset(self, instruction):
+            pass
+
+        def decide(self, ctx):
+            from saycan_ros.planner import Decision
+            z = np.zeros(len(ctx.skills))
+            return Decision(z, z, z, "open the fridge")
+
+    executed = []
+    planner = Planner(vocabulary.skills, Rogue(),
+                      type("E", (), {"execute": lambda self, s, t=0: executed.append(s)})())
+    result = planner.run("x")
+    assert result.state == "failed" and "unregistered" in result.message and executed == []
+
+
+def test_cancel_stops_before_the_next_skill(vocabulary):
+    started, release = threading.Event(), threading.Event()
+
+    class SlowExecutor:
+        def execute(self, skill, timeout_s=0.0):
+            started.set()
+            release.wait(5)
+            return ExecutionResult(True, "ok")
+
+    world = SymbolicWorld(vocabulary.kitchen)
+    planner = Planner(vocabulary.skills,
+                      make_strategy("saycan", ScriptedLanguage(["find a sponge"] * 5),
+                                    LocalAffordance(load_affordance(), world, vocabulary.skills)),
+                      SlowExecutor())
+    box = {}
+    thread = threading.Thread(target=lambda: box.update(result=planner.run("x")))
+    thread.start()
+    assert started.wait(5)
+    planner.cancel()
+    release.set()
+    thread.join(5)
+    assert box["result"].state == "cancelled"
+    assert len(box["result"].steps) == 1
+
+
+def test_unknown_strategy_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown strategy 'magic'"):
+        make_strategy("magic", None, None)
+
+
+def test_normalisation_rejects_nonsense():
+    probs = normalise_logprobs(np.array([-1.0, -2.0, -np.inf]))
+    assert probs.sum() == pytest.approx(1.0) and probs[2] == 0.0
+    for bad in ([np.nan, -1.0], [np.inf, -1.0], [-np.inf, -np.inf], []):
+        with pytest.raises(ScoringError):
+            normalise_logprobs(np.array(bad))
+
+
+def test_language_scorer_reports_a_failing_back_end(vocabulary):
+    class NaNBackend:
+        name = "nan"
+
+        def option_logprobs(self, prefix, query, options):
+            return np.full(len(options), np.nan)
+
+    scorer = LanguageScorer(NaNBackend(), vocabulary.prompt)
+    with pytest.raises(ScoringError, match="non-finite"):
+        scorer.score("bring me a coke", [], ["find a coke can", "done"])
+
+
+# -- the real thing: SayCan with a real language model ------------------------------------------
+END_TO_END = {"instructions": [
+    {"id": "e1", "family": "nl_single", "text": "Pick up the apple.",
+     "goal": "holding(apple)"},
+    {"id": "e2", "family": "structured", "text": "Find a coke can, pick it up and bring it to me.",
+     "goal": "at(coke can, user)"},
+    {"id": "e3", "family": "embodiment", "text": "Bring me the sponge.",
+     "init": {"robot_at": "close counter"}, "goal": "at(sponge, user)"},
+]}
+
+
+def test_saycan_plans_real_tasks_with_a_real_language_model(vocabulary, test_scorer):
+    tasks = parse_tasks(END_TO_END, vocabulary.kitchen)
+    report = evaluate(tasks, kitchen=vocabulary.kitchen, skills=vocabulary.skills,
+                      language_scorer=test_scorer, affordance_scorer=load_affordance(),
+                      strategy="saycan", progress=False)
+    for outcome in report.outcomes:
+        assert outcome.success, outcome.to_dict()
+        assert outcome.result.steps[-1].selected == "done"
+        # every step's scores are proper distributions / probabilities
+        for step in outcome.result.steps:
+            assert step.llm.sum() == pytest.approx(1.0)
+            assert np.all((step.affordance >= 0) & (step.affordance <= 1))
+    assert report.summary_line() == "plan success: 3/3 (100.0%)"

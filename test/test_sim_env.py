@@ -1,0 +1,135 @@
+"""The gymnasium environments and the scripted experts that will label demonstrations."""
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from saycan_ros.sim.envs import ENV_IDS, MAX_STEPS, PICK_INFEASIBLE, PLACE_INFEASIBLE, KitchenSkillEnv
+
+EXPERT_EPISODES = 100
+
+
+def run_expert(env, seed: int, noise: float = 0.0, options=None):
+    """One episode of the scripted expert; returns (final info, total reward, steps)."""
+    env.reset(seed=seed, options=options)
+    expert = env.expert(noise=noise, seed=seed)
+    total, info = 0.0, {}
+    for step in range(1, MAX_STEPS + 1):
+        _, reward, terminated, truncated, info = env.step(expert.act())
+        total += reward
+        if terminated or truncated:
+            return info, total, step
+    raise AssertionError("the episode did not end within the step limit")
+
+
+@pytest.fixture(scope="module")
+def pick_env():
+    return KitchenSkillEnv("pick")
+
+
+@pytest.fixture(scope="module")
+def place_env():
+    return KitchenSkillEnv("place")
+
+
+@pytest.mark.parametrize("task", sorted(ENV_IDS))
+def test_check_env_passes(task):
+    env = gym.make(ENV_IDS[task])              # registered on import of saycan_ros.sim.envs
+    check_env(env.unwrapped, skip_render_check=False)
+    env.close()
+
+
+def test_observation_carries_skill_and_state(pick_env):
+    obs, info = pick_env.reset(seed=1, options={"skill": "pick up the 7up can", "location": "table"})
+    assert obs["skill"] == info["skill"] == "pick up the 7up can"
+    assert info["object"] == "7up can" and info["location"] == "table" and info["feasible"]
+    assert obs["image"].shape == (96, 96, 3) and obs["image"].dtype == np.uint8
+    assert obs["state"].shape == (5,) and obs["state"][3] == pytest.approx(1.0)   # open, empty
+    assert obs["state"][4] == 0.0
+    assert obs in pick_env.observation_space
+    with pytest.raises(ValueError):
+        pick_env.reset(options={"skill": "put down the 7up can"})
+    with pytest.raises(ValueError):
+        pick_env.reset(options={"infeasible": "on the moon"})
+
+
+def test_same_seed_same_episode(pick_env):
+    a, _ = pick_env.reset(seed=11)
+    b, _ = pick_env.reset(seed=11)
+    c, _ = pick_env.reset(seed=12)
+    assert np.array_equal(a["image"], b["image"]) and a["skill"] == b["skill"]
+    assert not np.array_equal(a["image"], c["image"])
+
+
+def test_reward_is_sparse_and_episodes_are_capped(pick_env):
+    pick_env.reset(seed=3)
+    rewards = []
+    for step in range(MAX_STEPS):
+        _, reward, terminated, truncated, info = pick_env.step(np.zeros(5, np.float32))
+        rewards.append(reward)
+        if terminated or truncated:
+            break
+    assert truncated and not terminated and step == MAX_STEPS - 1 and info["steps"] == MAX_STEPS
+    assert rewards == [0.0] * MAX_STEPS
+
+
+def test_expert_picks_feasible_episodes(pick_env):
+    successes = lengths = 0
+    for seed in range(EXPERT_EPISODES):
+        info, reward, steps = run_expert(pick_env, seed)
+        successes += info["success"]
+        assert reward == (1.0 if info["success"] else 0.0)
+        lengths += steps
+    rate = successes / EXPERT_EPISODES
+    print(f"pick expert: {successes}/{EXPERT_EPISODES} = {rate:.0%}, "
+          f"{lengths / EXPERT_EPISODES:.1f} actions per episode")
+    assert rate >= 0.95
+
+
+def test_expert_places_feasible_episodes(place_env):
+    successes = sum(run_expert(place_env, seed)[0]["success"] for seed in range(50))
+    print(f"place expert: {successes}/50")
+    assert successes >= 48
+
+
+def test_noisy_expert_keeps_recovering(pick_env):
+    clean = pick_env.reset(seed=5) and pick_env.expert(noise=0.0).act()
+    pick_env.reset(seed=5)
+    noisy = pick_env.expert(noise=0.1, seed=0).act()
+    assert not np.allclose(clean[:4], noisy[:4])
+    successes = sum(run_expert(pick_env, seed, noise=0.1)[0]["success"] for seed in range(30))
+    print(f"pick expert with noise 0.1: {successes}/30")
+    assert successes >= 27
+
+
+@pytest.mark.parametrize("reason", PICK_INFEASIBLE)
+def test_infeasible_pick_starts(pick_env, reason):
+    for seed in range(5):
+        info, reward, steps = run_expert(pick_env, seed, options={"infeasible": reason})
+        assert not info["feasible"] and info["infeasible_reason"] == reason
+        assert steps == 1 and reward == 0.0          # the expert gives up at once
+    pick_env.reset(seed=0, options={"infeasible": reason, "object": "sponge"})
+    world = pick_env.world
+    if reason == "absent":
+        assert "sponge" not in world.present
+    elif reason == "holding":
+        assert world.held not in (None, "sponge")
+    else:
+        assert not world.reachable("sponge")
+
+
+@pytest.mark.parametrize("reason", PLACE_INFEASIBLE)
+def test_infeasible_place_starts(place_env, reason):
+    for seed in range(5):
+        info, reward, steps = run_expert(place_env, seed, options={"infeasible": reason})
+        assert not info["feasible"] and info["infeasible_reason"] == reason
+        assert steps == 1 and reward == 0.0
+
+
+def test_infeasible_probability(pick_env):
+    env = KitchenSkillEnv("pick", infeasible_prob=0.5)
+    feasible = [env.reset(seed=s)[1]["feasible"] for s in range(40)]
+    assert 5 < sum(feasible) < 35
+    assert all(pick_env.reset(seed=s)[1]["feasible"] for s in range(10))
