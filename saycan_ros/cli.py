@@ -43,6 +43,7 @@ def node_params(args) -> dict:
     if args.base_url:
         llm["base_url"] = args.base_url
     return {"llm_scorer": llm,
+            "skill_executor": {"world": args.world, "seed": args.seed},
             "planner": {"strategy": args.strategy, "max_steps": args.max_steps}}
 
 
@@ -136,9 +137,6 @@ def cmd_eval(args) -> int:
         tasks = [t for t in tasks if t.family in wanted]
     if args.limit:
         tasks = tasks[:args.limit]
-    if args.executor != "oracle":
-        print("saycan eval: only --executor oracle exists so far", file=sys.stderr)
-        return 2
     scorer = make_language_scorer({"backend": args.backend, "model": args.model,
                                    "base_url": args.base_url}, vocabulary.prompt)
     strategies = args.strategy.split(",")
@@ -146,7 +144,8 @@ def cmd_eval(args) -> int:
     for strategy in strategies:
         report = evaluate(tasks, kitchen=vocabulary.kitchen, skills=vocabulary.skills,
                           language_scorer=scorer, affordance_scorer=load_affordance(),
-                          strategy=strategy, model_name=args.model, max_steps=args.max_steps)
+                          strategy=strategy, model_name=args.model, max_steps=args.max_steps,
+                          executor=args.executor, seed=args.seed)
         reports.append(report)
         print(report.table())
         print()
@@ -155,6 +154,8 @@ def cmd_eval(args) -> int:
             json.dump([r.to_dict() for r in reports], handle, indent=1)
     for report in reports[1:]:
         print(f"{report.strategy}: {report.summary_line()}")
+    if args.executor != "oracle":
+        print(reports[0].summary_line("execution_success"))
     print(reports[0].summary_line())
     return 0
 
@@ -214,6 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("instruction")
     model_args(run)
     run.add_argument("--processes", action="store_true", help="one process per node")
+    run.add_argument("--world", default="symbolic", choices=["symbolic", "sim"],
+                     help="where skills run: the symbolic kitchen or the built-in simulator")
+    run.add_argument("--seed", type=int, default=0, help="sim: layout seed")
     run.add_argument("--plot", help="draw per-step scores to this PNG")
     run.add_argument("--json", help="write the result to this file")
     run.add_argument("--init", help="task init as JSON, e.g. '{\"holding\": \"apple\"}'")
@@ -225,7 +229,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="plan success over a task file")
     ev.add_argument("--tasks", default="tasks.yaml")
     model_args(ev)
-    ev.add_argument("--executor", default="oracle", choices=["oracle"])
+    ev.add_argument("--executor", default="oracle", choices=["oracle", "sim"],
+                    help="world the skills run in; plan success is always judged on the oracle")
+    ev.add_argument("--seed", type=int, default=0, help="sim: seed of the first task")
     ev.add_argument("--json")
     ev.add_argument("--limit", type=int, default=0)
     ev.add_argument("--families", default="", help="comma-separated families to keep")

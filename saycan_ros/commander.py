@@ -104,7 +104,12 @@ class SayCanCommander(Node):
 
     # -- subscriptions -----------------------------------------------------------------------------
     def _ours(self, instruction: str) -> bool:
-        return self._sent is not None and " ".join(self._sent.split())[:200] == instruction[:200]
+        """Whether a status/score message is about what we sent (compared as the planner
+        shows it: whitespace folded, at most 200 characters for rejected text)."""
+        if self._sent is None:
+            return False
+        sent = " ".join(self._sent.split())
+        return sent == instruction or (len(instruction) == 200 and sent[:200] == instruction)
 
     def _scores(self, msg: SkillScores) -> None:
         with self._lock:

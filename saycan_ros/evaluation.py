@@ -1,7 +1,9 @@
-"""``saycan eval``: plan every task of a task file and check its goal on the symbolic world.
+"""``saycan eval``: plan every task of a task file and check its goal.
 
-Plan success (the paper's planning metric) means the sequence of skills the planner chose,
-executed on the symbolic world, ends with ``done`` and the task's goal holds.
+Plan success (the paper's planning metric: raters judged the plan) means the sequence of skills
+the planner chose ends with ``done`` and, replayed on the symbolic world, reaches the goal.
+Execution success means the goal holds in the world the skills actually ran in: the symbolic
+world itself (``--executor oracle``, where both agree) or the simulator (``--executor sim``).
 """
 from __future__ import annotations
 
@@ -23,58 +25,80 @@ from saycan_ros.tasks import Task
 from saycan_ros.world import SymbolicWorld
 
 
+def replay_reaches_goal(task: Task, plan: Sequence[str], kitchen: Kitchen,
+                        skills: SkillSet) -> bool:
+    """Whether ``plan`` (ending in ``done``), executed on the symbolic world, reaches the goal."""
+    if not plan or plan[-1] != skills.terminate.text:
+        return False
+    world = SymbolicWorld(kitchen, task.init)
+    for text in plan:
+        if not world.execute(skills.get(text)).success:
+            return False
+    return task.goal.holds(world)
+
+
 @dataclass
 class TaskOutcome:
     task: Task
     result: PlanResult
-    goal_reached: bool
+    plan_success: bool
+    execution_success: bool
     seconds: float
 
     @property
     def success(self) -> bool:
-        return self.result.state == "succeeded" and self.goal_reached
+        return self.plan_success
 
     def to_dict(self) -> dict:
         return {"id": self.task.id, "family": self.task.family, "text": self.task.text,
-                "goal": self.task.goal.text, "success": self.success,
-                "goal_reached": self.goal_reached, "seconds": round(self.seconds, 3),
+                "goal": self.task.goal.text, "plan_success": self.plan_success,
+                "execution_success": self.execution_success, "seconds": round(self.seconds, 3),
                 **{k: v for k, v in self.result.to_dict().items() if k != "instruction"}}
+
+
+def _rate(k: int, n: int) -> str:
+    return f"{k}/{n} ({100.0 * k / max(n, 1):.0f}%)"
 
 
 @dataclass
 class EvalReport:
     strategy: str
     model: str
+    executor: str = "oracle"
     outcomes: list[TaskOutcome] = field(default_factory=list)
 
-    def by_family(self) -> dict[str, tuple[int, int]]:
+    def by_family(self, metric: str = "plan_success") -> dict[str, tuple[int, int]]:
         table: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         for outcome in self.outcomes:
-            table[outcome.task.family][0] += outcome.success
+            table[outcome.task.family][0] += getattr(outcome, metric)
             table[outcome.task.family][1] += 1
         return {family: (k, n) for family, (k, n) in table.items()}
 
-    @property
-    def total(self) -> tuple[int, int]:
-        return sum(o.success for o in self.outcomes), len(self.outcomes)
+    def total(self, metric: str = "plan_success") -> tuple[int, int]:
+        return sum(getattr(o, metric) for o in self.outcomes), len(self.outcomes)
 
     def table(self) -> str:
-        lines = [f"| family | tasks | plan success ({self.strategy}, {self.model}) |",
-                 "|---|---:|---:|"]
-        for family, (k, n) in self.by_family().items():
-            lines.append(f"| {family} | {n} | {k}/{n} ({100.0 * k / n:.0f}%) |")
-        k, n = self.total
-        lines.append(f"| **total** | {n} | {k}/{n} ({100.0 * k / max(n, 1):.0f}%) |")
+        plan, execution = self.by_family(), self.by_family("execution_success")
+        lines = [f"| family | tasks | plan ({self.strategy}, {self.model}) | "
+                 f"execution ({self.executor}) |", "|---|---:|---:|---:|"]
+        for family, (k, n) in plan.items():
+            lines.append(f"| {family} | {n} | {_rate(k, n)} | {_rate(*execution[family])} |")
+        k, n = self.total()
+        lines.append(f"| **total** | {n} | {_rate(k, n)} | "
+                     f"{_rate(*self.total('execution_success'))} |")
         return "\n".join(lines)
 
-    def summary_line(self) -> str:
-        k, n = self.total
-        return f"plan success: {k}/{n} ({100.0 * k / max(n, 1):.1f}%)"
+    def summary_line(self, metric: str = "plan_success") -> str:
+        k, n = self.total(metric)
+        return f"{metric.replace('_', ' ')}: {k}/{n} ({100.0 * k / max(n, 1):.1f}%)"
 
     def to_dict(self) -> dict:
-        k, n = self.total
-        return {"strategy": self.strategy, "model": self.model, "success": k, "tasks": n,
-                "by_family": {f: {"success": s, "tasks": t}
+        k, n = self.total()
+        return {"strategy": self.strategy, "model": self.model, "executor": self.executor,
+                "plan_success": k, "execution_success": self.total("execution_success")[0],
+                "tasks": n,
+                "by_family": {f: {"plan_success": s, "tasks": t,
+                                  "execution_success": self.by_family("execution_success")[f][0]}
                               for f, (s, t) in self.by_family().items()},
                 "tasks_detail": [o.to_dict() for o in self.outcomes]}
 
@@ -84,20 +108,29 @@ class EvalReport:
 
 def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, language_scorer,
              affordance_scorer: AffordanceScorer, strategy: str = "saycan",
-             model_name: str = "", max_steps: int = 20, progress: bool = True,
+             model_name: str = "", max_steps: int = 20, executor: str = "oracle",
+             seed: int = 0, progress: bool = True,
              on_task: Callable[[TaskOutcome], None] | None = None) -> EvalReport:
-    """Plan each task from its ``init`` on a fresh symbolic world; the world is the oracle."""
-    report = EvalReport(strategy, model_name)
+    """Plan and execute each task from its ``init`` in a fresh world (``oracle``: the symbolic
+    world; ``sim``: the simulator, seeded per task)."""
+    from saycan_ros.stack import make_world
+    kind = {"oracle": "symbolic", "sim": "sim"}.get(executor)
+    if kind is None:
+        raise ValueError(f"unknown executor {executor!r}; known: oracle, sim")
+    report = EvalReport(strategy, model_name, executor)
     language = LocalLanguage(language_scorer)
-    for task in tqdm(tasks, desc=f"eval {strategy}", unit="task", disable=not progress):
-        world = SymbolicWorld(kitchen, task.init)
+    for index, task in enumerate(tqdm(tasks, desc=f"eval {strategy}", unit="task",
+                                      disable=not progress)):
+        world = make_world(kind, kitchen, task.init, seed=seed + index)
         planner = Planner(skills, make_strategy(strategy, language,
                                                 LocalAffordance(affordance_scorer, world, skills)),
                           WorldExecutor(world, skills), max_steps=max_steps)
         started = time.perf_counter()
         result = planner.run(task.text)
-        outcome = TaskOutcome(task, result, task.goal.holds(world),
-                              time.perf_counter() - started)
+        executed = result.state == "succeeded" and task.goal.holds(world)
+        outcome = TaskOutcome(task, result,
+                              replay_reaches_goal(task, result.plan, kitchen, skills),
+                              executed, time.perf_counter() - started)
         report.outcomes.append(outcome)
         if on_task:
             on_task(outcome)

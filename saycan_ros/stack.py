@@ -54,3 +54,18 @@ def load_vocabulary(kitchen_file=None, skills_file=None, prompt_file=None) -> Vo
 def make_language_scorer(params: Mapping[str, Any], prompt: DialoguePrompt) -> LanguageScorer:
     from saycan_ros.llm import make_backend  # imports torch: only when a scorer is wanted
     return LanguageScorer(make_backend(backend_config(params)), prompt)
+
+
+def make_world(kind: str, kitchen: Kitchen, init=None, seed: int = 0):
+    """The world skills run in: ``symbolic`` (the oracle) or ``sim`` (the built-in simulator).
+
+    Both offer ``reset(init)``, ``snapshot()``, ``execute(skill)``, ``revision``, ``robot_at``,
+    ``holding``, ``objects`` and ``object_location(o)``.
+    """
+    from saycan_ros.world import SymbolicWorld
+    if kind == "symbolic":
+        return SymbolicWorld(kitchen, init)
+    if kind == "sim":
+        from saycan_ros.sim.executor import SimulatedKitchen  # numpy + OpenCV: only when asked
+        return SimulatedKitchen(kitchen, init, seed=seed)
+    raise ValueError(f"unknown world {kind!r}; known: symbolic, sim")

@@ -19,6 +19,10 @@ class SkillOutcome:
     success: bool
     message: str
 
+    def __post_init__(self) -> None:  # numpy bools from simulators must not leak into messages
+        object.__setattr__(self, "success", bool(self.success))
+        object.__setattr__(self, "message", str(self.message))
+
 
 @dataclass(frozen=True)
 class WorldSnapshot:

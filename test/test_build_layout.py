@@ -4,6 +4,7 @@ No ROS and no build needed: these read the files in the source tree.
 """
 
 import ast
+import json
 import re
 import sys
 from pathlib import Path
@@ -101,6 +102,57 @@ def test_interface_dependencies_declared(package):
     assert used <= _names(package.build_depends) & _names(package.exec_depends)
     for dep in used:
         assert "find_package(%s REQUIRED)" % dep in _cmake_code()
+
+
+# ros2/geometry2 tf2_msgs/msg/TFMessage.msg, and the RIHS01 hash real tf2 nodes announce for it.
+TF_MESSAGE_UPSTREAM = "geometry_msgs/TransformStamped[] transforms\n"
+TF_MESSAGE_HASH = "RIHS01_e369d0f05a23ae52508854b66f6aa0437f3449d652e8cbf22d5abe85d020f087"
+VENDOR_TF2 = ROOT / "vendor" / "tf2_msgs"
+
+
+def test_vendored_tf2_msgs_is_upstream_tfmessage_only(package):
+    """vendor/tf2_msgs: upstream's TFMessage.msg only, built only when no tf2_msgs is found."""
+    assert (VENDOR_TF2 / "msg" / "TFMessage.msg").read_bytes().decode("utf-8") == TF_MESSAGE_UPSTREAM
+    interfaces = sorted(p.relative_to(VENDOR_TF2).as_posix() for p in VENDOR_TF2.rglob("*")
+                        if p.suffix in (".msg", ".srv", ".action"))
+    assert interfaces == ["msg/TFMessage.msg"]
+    catkin_pkg = pytest.importorskip("catkin_pkg.package")
+    vendored = catkin_pkg.parse_package(str(VENDOR_TF2 / "package.xml"))
+    vendored.validate()
+    assert vendored.name == "tf2_msgs"
+    assert {g.name for g in vendored.member_of_groups} == {"rosidl_interface_packages"}
+    assert "geometry_msgs" in _names(vendored.build_depends) & _names(vendored.exec_depends)
+    vendor_cmake = "\n".join(line.split("#", 1)[0] for line in
+                             (VENDOR_TF2 / "CMakeLists.txt").read_text(encoding="utf-8").splitlines())
+    assert "project(tf2_msgs)" in vendor_cmake
+    assert re.search(r'rosidl_generate_interfaces\(\$\{PROJECT_NAME\}\s+"?msg/TFMessage\.msg"?\s+'
+                     r"DEPENDENCIES geometry_msgs\s*\)", vendor_cmake)
+    # The parent build: only when find_package fails (or finds the copy it installed itself).
+    code = _cmake_code()
+    assert "find_package(tf2_msgs QUIET)" in code
+    assert '"${CMAKE_CURRENT_SOURCE_DIR}/vendor/tf2_msgs"' in code
+    assert "vendored_by_saycan_ros" in vendor_cmake   # the marker of an installed vendored copy
+    assert "${tf2_msgs_DIR}/../vendored_by_saycan_ros" in code
+    # A ROS 2 workspace builds against, and runs with, the real tf2_msgs.
+    assert "tf2_msgs" in _names(package.build_depends) & _names(package.exec_depends)
+
+
+def test_installed_tf2_msgs_matches_upstream():
+    """Whichever tf2_msgs is installed (vendored or ROS), TFMessage is upstream's type."""
+    try:
+        from tf2_msgs.msg import TFMessage
+    except ImportError:
+        pytest.skip("tf2_msgs not installed (package not built)")
+    assert TFMessage.get_fields_and_field_types() == {
+        "transforms": "sequence<geometry_msgs/TransformStamped>"}
+    import tf2_msgs
+    # <prefix>/lib/python3.X/site-packages/tf2_msgs/__init__.py -> <prefix>/share/tf2_msgs
+    share = Path(tf2_msgs.__file__).resolve().parents[4] / "share" / "tf2_msgs"
+    if not (share / "msg" / "TFMessage.json").is_file():
+        pytest.skip("no share/tf2_msgs/msg/TFMessage.json next to %s" % tf2_msgs.__file__)
+    description = json.loads((share / "msg" / "TFMessage.json").read_text(encoding="utf-8"))
+    hashes = {h["type_name"]: h["hash_string"] for h in description["type_hashes"]}
+    assert hashes["tf2_msgs/msg/TFMessage"] == TF_MESSAGE_HASH
 
 
 def test_cmake_installs_executables_data_and_python():

@@ -88,7 +88,7 @@ def test_a_plan_runs_over_dds_with_a_real_language_model(graph):
     ("please " * 400, "the limit is 2000"),
 ])
 def test_bad_instructions_are_rejected(graph, text, reason):
-    result = run(graph, text)
+    result = run(graph, text, timeout=10)
     assert result["state"] == "rejected" and reason in result["message"]
 
 

@@ -116,16 +116,19 @@ class PlannerNode(Node):
                          plan=list(plan), strategy=self.params["strategy"])
         msg.header.stamp = self.get_clock().now().to_msg()
         self.status_pub.publish(msg)
-        log = self.get_logger().warning if state in ("rejected", "failed") else \
-            self.get_logger().info
-        log(f"[{state}] {message}")
+        # rclpy forbids one call site logging at two severities: two call sites.
+        if state in ("rejected", "failed"):
+            self.get_logger().warning(f"[{state}] {message}")
+        else:
+            self.get_logger().info(f"[{state}] {message}")
 
     # -- callbacks ---------------------------------------------------------------------------
     def on_instruction(self, msg: String) -> None:
         try:
             instruction = check_instruction(msg.data)
         except TaskError as exc:
-            self._publish_status("rejected", msg.data[:200], 0, f"rejected: {exc}", [])
+            shown = " ".join(msg.data.split())[:200]  # enough for the sender to recognise it
+            self._publish_status("rejected", shown, 0, f"rejected: {exc}", [])
             return
         if not self._busy.acquire(blocking=False):
             self._publish_status("rejected", instruction, 0,

@@ -1,4 +1,5 @@
-"""``skill_executor``: runs skills on the symbolic kitchen.
+"""``skill_executor``: runs skills on the kitchen: the symbolic one, or the built-in simulator
+(``world: sim``, skills run by its scripted controllers).
 
 Services: ``/saycan/execute`` (ExecuteSkill), ``/saycan/world/reset`` (ResetWorld),
 ``/saycan/world/state`` (GetWorldState). Publishes ``/saycan/world_state`` (WorldState, latched)
@@ -22,12 +23,14 @@ from saycan_ros.nodes.conversions import snapshot_to_msg
 from saycan_ros.skills import UnknownSkillError, load_skills
 from saycan_ros.srv import ExecuteSkill, GetWorldState, ResetWorld
 from saycan_ros.tasks import TaskError, TaskInit
-from saycan_ros.world import SymbolicWorld
+from saycan_ros.stack import make_world
 
 DEFAULTS = {
     "kitchen_file": "",            # "" = built-in config/kitchen.yaml
     "skills_file": "",             # "" = built-in config/skills.yaml
     "frame_id": "map",
+    "world": "symbolic",           # symbolic | sim
+    "seed": 0,                     # sim: layout and noise
 }
 
 
@@ -48,14 +51,14 @@ class SkillExecutorNode(Node):
         self.params = declare_parameters(self, DEFAULTS)
         self.kitchen = load_kitchen(self.params["kitchen_file"] or None)
         self.skills = load_skills(self.kitchen, self.params["skills_file"] or None)
-        self.world = SymbolicWorld(self.kitchen)
+        self.world = make_world(self.params["world"], self.kitchen, seed=self.params["seed"])
         self._lock = threading.Lock()  # one skill or reset at a time
         self.state_pub = self.create_publisher(WorldState, WORLD_STATE_TOPIC, LATCHED_QOS)
         self.create_service(ExecuteSkill, EXECUTE_SERVICE, self.on_execute)
         self.create_service(ResetWorld, RESET_SERVICE, self.on_reset)
         self.create_service(GetWorldState, STATE_SERVICE, self.on_state)
         self.publish_state()
-        self.get_logger().info(f"symbolic kitchen ready: {len(self.skills)} skills, "
+        self.get_logger().info(f"{self.params['world']} kitchen ready: {len(self.skills)} skills, "
                                f"{len(self.kitchen.objects)} objects")
 
     def publish_state(self) -> None:
@@ -77,9 +80,9 @@ class SkillExecutorNode(Node):
             return response
         with self._lock:
             outcome = self.world.execute(skill)
-            response.state_revision = self.world.revision
+            response.state_revision = int(self.world.revision)
             self.publish_state()
-        response.success, response.message = outcome.success, outcome.message
+        response.success, response.message = bool(outcome.success), outcome.message
         response.duration_s = time.perf_counter() - started
         self.get_logger().info(f"{skill.text}: {'ok' if outcome.success else 'FAILED'} "
                                f"({outcome.message})")
@@ -92,8 +95,11 @@ class SkillExecutorNode(Node):
             response.success, response.message = False, str(exc)
             return response
         with self._lock:
-            self.world.reset(init)
-            response.state_revision = self.world.revision
+            if request.seed >= 0 and self.params["world"] == "sim":
+                self.world.reset(init, seed=int(request.seed))
+            else:
+                self.world.reset(init)
+            response.state_revision = int(self.world.revision)
             self.publish_state()
         response.success, response.message = True, "reset"
         return response

@@ -1,0 +1,72 @@
+"""The ``saycan`` command as a user runs it: a real graph, a real model, real output files."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+MODEL = "smollm2-135m"
+
+
+def saycan(*args, cwd, timeout=600):
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.run([sys.executable, "-m", "saycan_ros.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("mode", [[], ["--processes"], ["--world", "sim"]],
+                         ids=["one-process", "processes", "simulator"])
+def test_run_plans_and_executes_an_instruction(tmp_path, mode):
+    plot, out = tmp_path / "plan.png", tmp_path / "result.json"
+    proc = saycan("run", "Pick up the apple.", "--model", MODEL, "--plot", str(plot),
+                  "--json", str(out), *mode, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert any(line.startswith("step 1") for line in lines)
+    assert any("▶ find an apple" in line for line in lines)
+    assert "plan: find an apple → pick up the apple → done" in proc.stdout
+    result = json.loads(out.read_text())
+    assert result["result"]["state"] == "succeeded"
+    assert result["world"]["holding"] == "apple"
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_run_rejects_an_empty_instruction(tmp_path):
+    proc = saycan("run", "   ", cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2 and "instruction is empty" in proc.stderr
+
+
+def test_eval_reports_per_family_and_the_last_line(tmp_path):
+    tasks = {"instructions": [
+        {"id": "a", "family": "nl_single", "text": "Pick up the orange.",
+         "goal": "holding(orange)"},
+        {"id": "b", "family": "embodiment", "text": "Put down the apple.",
+         "init": {"holding": "apple"}, "goal": "at(apple, table)"},
+    ]}
+    path = tmp_path / "tasks.yaml"
+    path.write_text(yaml.safe_dump(tasks))
+    proc = saycan("eval", "--tasks", str(path), "--model", MODEL, "--strategy", "saycan,no_vf",
+                  "--json", str(tmp_path / "eval.json"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("plan success: ") and last.endswith("%)")
+    assert "| nl_single | 1 |" in proc.stdout and "| embodiment | 1 |" in proc.stdout
+    reports = json.loads((tmp_path / "eval.json").read_text())
+    assert [r["strategy"] for r in reports] == ["saycan", "no_vf"]
+    assert all(len(r["tasks_detail"]) == 2 for r in reports)
+
+
+def test_eval_reports_a_bad_task_file_without_a_traceback(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("instructions:\n- {id: x1, family: nl_single, text: hi, goal: 'at(apple'}\n")
+    proc = saycan("eval", "--tasks", str(path), "--model", MODEL, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2
+    assert "instructions[0] (id x1)" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_public_task_file_is_found_by_name(tmp_path):
+    from saycan_ros.config import resolve_config
+    assert Path(resolve_config("tasks.yaml", "tasks.yaml")).is_file()
