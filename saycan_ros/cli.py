@@ -39,7 +39,7 @@ def _print_status(msg) -> None:
 
 
 def node_params(args) -> dict:
-    llm = {"backend": args.backend, "model": args.model}
+    llm = {"backend": args.backend, "model": args.model, "threads": args.threads}
     if args.base_url:
         llm["base_url"] = args.base_url
     return {"llm_scorer": llm,
@@ -138,14 +138,23 @@ def cmd_eval(args) -> int:
     if args.limit:
         tasks = tasks[:args.limit]
     scorer = make_language_scorer({"backend": args.backend, "model": args.model,
-                                   "base_url": args.base_url}, vocabulary.prompt)
+                                   "base_url": args.base_url, "threads": args.threads},
+                                  vocabulary.prompt)
     strategies = args.strategy.split(",")
     reports = []
+    jsonl = open(args.jsonl, "a", encoding="utf-8") if args.jsonl else None
+
+    def record(outcome) -> None:  # one line per task as it finishes: long runs lose nothing
+        if jsonl:
+            jsonl.write(json.dumps({"strategy": strategy, "model": args.model,
+                                    **outcome.to_dict()}) + "\n")
+            jsonl.flush()
+
     for strategy in strategies:
         report = evaluate(tasks, kitchen=vocabulary.kitchen, skills=vocabulary.skills,
                           language_scorer=scorer, affordance_scorer=load_affordance(),
                           strategy=strategy, model_name=args.model, max_steps=args.max_steps,
-                          executor=args.executor, seed=args.seed)
+                          executor=args.executor, seed=args.seed, on_task=record)
         reports.append(report)
         print(report.table())
         print()
@@ -210,6 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--base-url", default="", help="openai back end: server URL")
         p.add_argument("--strategy", default="saycan", help="saycan | no_vf (comma list in eval)")
         p.add_argument("--max-steps", type=int, default=20)
+        p.add_argument("--threads", type=int, default=0,
+                       help="torch threads for the model (0 = torch's default)")
 
     run = sub.add_parser("run", help="plan and execute one instruction on the kitchen")
     run.add_argument("instruction")
@@ -233,6 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="world the skills run in; plan success is always judged on the oracle")
     ev.add_argument("--seed", type=int, default=0, help="sim: seed of the first task")
     ev.add_argument("--json")
+    ev.add_argument("--jsonl", help="append each task's outcome to this file as it finishes")
     ev.add_argument("--limit", type=int, default=0)
     ev.add_argument("--families", default="", help="comma-separated families to keep")
     ev.set_defaults(func=cmd_eval)
@@ -245,6 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-camera", action="store_true")
     bench.add_argument("--json")
     bench.set_defaults(func=cmd_bench)
+
+    from saycan_ros.skills_eval_cli import register_cli as register_eval_skill
+    register_eval_skill(sub)
 
     sim = sub.add_parser("sim", help="the built-in simulator")
     sim.add_argument("--render", required=True, help="FILE.png or FILE.mp4")

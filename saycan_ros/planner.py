@@ -206,12 +206,14 @@ class Planner:
     def cancel(self) -> None:
         self.cancel_event.set()
 
-    def run(self, instruction: str) -> PlanResult:
+    def run(self, instruction: str, start_revision: int = 0) -> PlanResult:
+        """Plan and execute; ``start_revision``: the world-state revision the first step's
+        affordances must reflect (e.g. after a reset)."""
         self.cancel_event.clear()
         result = PlanResult(instruction, self.strategy.name)
         terminate = self.skills.terminate.text
         candidates = self.skills.texts
-        revision = 0
+        revision = start_revision
         self.strategy.reset(instruction)
         for step in range(1, self.max_steps + 1):
             if self.cancel_event.is_set():

@@ -23,6 +23,8 @@ EXECUTABLES = {
     "skill_executor": "saycan_ros.nodes.skill_executor_node",
     "planner": "saycan_ros.nodes.planner_node",
     "kitchen_sim": "saycan_ros.nodes.kitchen_sim_node",
+    "navigate_skill": "saycan_ros.nodes.navigate_skill_node",
+    "place_skill": "saycan_ros.nodes.place_skill_node",
 }
 
 

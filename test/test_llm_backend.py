@@ -28,6 +28,21 @@ from saycan_ros.llm.backend import cut_at_stop, validate_options  # noqa: E402
 LLM_DIR = Path(__file__).resolve().parents[1] / "saycan_ros" / "llm"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_torch_thread():
+    """The models here are small; one intra-op thread is steadier on a busy 2-core machine
+    (OpenMP threads stall badly when other processes hold the cores). Restored afterwards."""
+    try:
+        import torch
+    except ImportError:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 # ----------------------------------------------------------------------------- pure helpers
 def test_stats_reset_snapshot_and_difference():
     s = BackendStats()

@@ -62,7 +62,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return self._send(500, b'{"error": {"message": "internal boom"}}')
         if mode == "badjson":
             return self._send(200, b"{not json")
-        if mode == "needs1" and payload.get("max_tokens") == 0:
+        if mode.startswith("needs1") and payload.get("max_tokens") == 0:
             return self._send(400, json.dumps({"object": "error", "message":
                               "max_tokens must be at least 1, got 0."}).encode())
         prompts = payload["prompt"]
@@ -85,8 +85,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             toks = fake_tokens(prompt)
             text = prompt
             lps = [None] + [fake_logprob(t, toks[i - 1][0]) for i, (t, _) in enumerate(toks)][1:]
+            if mode.endswith("bos"):     # a server that echoes a special BOS token with its text
+                toks = [("<|begin_of_text|>", 0)] + [(t, o + 17) for t, o in toks]
+                lps = [None] + lps
             if payload.get("max_tokens", 16) > 0:       # one generated token after the prompt
-                toks.append((" X", len(prompt)))
+                toks.append((" X", toks[-1][1] + len(toks[-1][0])))
                 lps.append(-0.5)
                 text += " X"
             logprobs = {"tokens": [t for t, _ in toks], "text_offset": [o for _, o in toks],
@@ -141,6 +144,13 @@ def test_scores_sum_option_tokens_in_one_batched_request(server, monkeypatch):
     assert req["auth"] == "Bearer sk-test"
     assert b.stats.forward_passes == 1 and b.stats.calls == 1
     assert b.stats.scored_tokens == sum(len(fake_tokens(o)) for o in OPTIONS)
+
+
+@pytest.mark.parametrize("mode", ["bos", "needs1+bos"])
+def test_offsets_counting_a_bos_token_are_realigned(server, mode):
+    server.mode = mode
+    scores = _backend(server).option_logprobs(PREFIX, QUERY, OPTIONS)
+    np.testing.assert_allclose(scores, [expected_score(PREFIX + QUERY, o) for o in OPTIONS])
 
 
 def test_no_key_no_auth_header(server, monkeypatch):

@@ -178,8 +178,8 @@ END_TO_END = {"instructions": [
      "goal": "holding(apple)"},
     {"id": "e2", "family": "structured", "text": "Find a coke can, pick it up and bring it to me.",
      "goal": "at(coke can, user)"},
-    {"id": "e3", "family": "embodiment", "text": "Bring me the sponge.",
-     "init": {"robot_at": "close counter"}, "goal": "at(sponge, user)"},
+    {"id": "e3", "family": "nl_verbs", "text": "Throw away the apple.",
+     "init": {"robot_at": "close counter"}, "goal": "at(apple, trash can)"},
 ]}
 
 

@@ -232,6 +232,9 @@ def load_causal_lm(spec: str, dtype: Any = "float32", *, use_cache: bool = True)
                 _save_converted(model, tokenizer, target, origin=str(gguf_path))
             except OSError as exc:   # read-only home etc.: still usable, just slow next time
                 _LOG.warning("could not cache the converted model in %s: %s", target, exc)
+            else:
+                if source == "shorthand" and gguf_path.parent == cache_root() / "gguf":
+                    gguf_path.unlink(missing_ok=True)   # our assembled copy is no longer needed
         if tdtype != torch.float32:
             model = model.to(tdtype)
     model.eval()

@@ -131,7 +131,8 @@ class OpenAIBackend(LanguageBackend):
             choices = self._choices(out, len(prompts))
             scores = np.empty(len(opts), dtype=np.float64)
             for i, (choice, opt) in enumerate(zip(choices, opts)):
-                scores[i], n_tok = self._sum_option(choice, start, start + len(opt), i)
+                scores[i], n_tok = self._sum_option(choice, len(prompts[i]), start,
+                                                    start + len(opt), i)
                 self.stats.scored_tokens += n_tok
             usage = out.get("usage") or {}
             self.stats.prompt_tokens += int(usage.get("prompt_tokens") or 0)
@@ -154,7 +155,14 @@ class OpenAIBackend(LanguageBackend):
         self._scoring_max_tokens = 0
         return out
 
-    def _sum_option(self, choice: dict, start: int, end: int, i: int) -> tuple[float, int]:
+    def _sum_option(self, choice: dict, prompt_len: int, start: int, end: int,
+                    i: int) -> tuple[float, int]:
+        """Sum the logprobs of the echoed tokens that start inside ``[start, end)`` of the prompt.
+
+        Some servers count special tokens (a BOS such as ``<|begin_of_text|>``) in
+        ``text_offset``; the offsets are therefore aligned on the END of the echoed prompt,
+        which is where the option ends.
+        """
         lp = choice.get("logprobs")
         where = f"{self._url} (model {self.model!r})"
         if not isinstance(lp, dict):
@@ -168,11 +176,25 @@ class OpenAIBackend(LanguageBackend):
         if missing:
             raise ServerError(f"{where} returned logprobs without {missing} for prompt {i}: "
                               "prompt (echo) log-probabilities are required to score options")
-        if len(offsets) != len(token_lps):
-            raise ServerError(f"{where}: text_offset and token_logprobs differ in length")
+        if len(offsets) != len(token_lps) or not offsets:
+            raise ServerError(f"{where}: text_offset and token_logprobs are empty or differ in "
+                              f"length for prompt {i}")
+        tokens = lp.get("tokens")
+        if self._scoring_max_tokens:                  # the last token was generated
+            prompt_end = offsets[-1]
+        elif isinstance(tokens, list) and len(tokens) == len(offsets) and isinstance(
+                tokens[-1], str):
+            prompt_end = offsets[-1] + len(tokens[-1])
+        else:
+            prompt_end = prompt_len
+        shift = prompt_end - prompt_len
+        if not 0 <= shift <= 64:
+            raise ServerError(f"{where}: echoed text offsets of prompt {i} do not match the "
+                              f"prompt (it ends at {prompt_end}, the prompt has {prompt_len} "
+                              "characters)")
         total, n = 0.0, 0
         for off, tlp in zip(offsets, token_lps):
-            if start <= off < end:
+            if start + shift <= off < end + shift:
                 if tlp is None:
                     raise ServerError(f"{where} returned no log-probability for an option token "
                                       f"of prompt {i} (token_logprobs has null)")

@@ -427,7 +427,7 @@ class TransformersBackend(LanguageBackend):
         with self._lock, self._timed():
             ctx = self._context_state(prefix, query)
             q_ids = self._encode(query)
-            anchor = (self._bos + self._encode(prefix) + q_ids)[-1:]
+            anchor = q_ids[-1:] or (self._bos + self._encode(prefix))[-1:]
             B = num_samples
             cache = ctx.cache
             if cache is not None and B > 1:

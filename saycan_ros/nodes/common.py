@@ -44,7 +44,7 @@ def call_service(node: Node, client, request, timeout_s: float, label: str):
     The caller's thread blocks on an event while the executor (spinning elsewhere) delivers the
     response; an absent server or a late answer raises :class:`ServiceCallError`.
     """
-    if not client.wait_for_service(timeout_sec=min(timeout_s, 5.0)):
+    if not client.wait_for_service(timeout_sec=timeout_s):
         raise ServiceCallError(f"{label} ({client.srv_name}) is not available")
     done = threading.Event()
     future = client.call_async(request)

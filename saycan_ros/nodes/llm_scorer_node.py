@@ -41,6 +41,12 @@ class LlmScorerNode(Node):
                                f"{self.params['model']!r}...")
         self.scorer = scorer or make_language_scorer(self.params, vocabulary.prompt)
         self._model_lock = threading.Lock()  # one forward pass at a time
+        # Encode the few-shot prefix now (its KV cache is reused by every request), so the
+        # first planning step is as fast as the others.
+        try:
+            self.scorer.score("warm up", [], [vocabulary.skills.terminate.text])
+        except (ScoringError, ValueError) as exc:  # reported again on every request
+            self.get_logger().error(f"the language model fails to score: {exc}")
         self.create_service(SkillScore, LLM_SERVICE, self.on_score)
         self.get_logger().info(f"language scorer ready on {LLM_SERVICE}")
 

@@ -23,24 +23,26 @@ from std_srvs.srv import Trigger
 from saycan_ros.msg import PlanStatus, SkillScores
 from saycan_ros.nodes.common import (AFFORDANCE_SERVICE, CANCEL_SERVICE, EXECUTE_SERVICE,
                                      INSTRUCTION_TOPIC, LATCHED_QOS, LLM_SERVICE, RESULT_TOPIC,
-                                     SKILL_SCORES_TOPIC, STATUS_TOPIC, ServiceCallError,
+                                     SKILL_SCORES_TOPIC, STATE_SERVICE, STATUS_TOPIC,
+                                     ServiceCallError,
                                      call_service, declare_parameters, spin_node)
 from saycan_ros.nodes.conversions import record_to_msg
 from saycan_ros.planner import (STRATEGIES, ExecutionResult, Planner, PlannerError, PlanResult,
                                 StepRecord, make_strategy)
 from saycan_ros.kitchen import load_kitchen
 from saycan_ros.skills import load_skills
-from saycan_ros.srv import ExecuteSkill, SkillScore
+from saycan_ros.srv import ExecuteSkill, GetWorldState, SkillScore
 from saycan_ros.tasks import TaskError, check_instruction
 
 DEFAULTS = {
     "strategy": "saycan",          # see saycan_ros.planner.STRATEGIES
     "max_steps": 20,
-    "score_timeout_s": 30.0,       # per scoring call
+    "score_timeout_s": 60.0,       # per scoring call
     "execute_timeout_s": 300.0,    # per skill, on top of the skill's own timeout
     "skill_timeout_s": 0.0,        # passed to ExecuteSkill (0 = the executor's default)
     "kitchen_file": "",
     "skills_file": "",
+    "registry_file": "",           # "" = every skill to /saycan/execute; else route per family
 }
 
 
@@ -97,8 +99,17 @@ class PlannerNode(Node):
                                            self.params["score_timeout_s"], clients)
         self.affordance = ServiceScoreSource(self, AFFORDANCE_SERVICE, "affordance scorer",
                                              self.params["score_timeout_s"], clients)
-        self.executor_client = ServiceExecutor(self, EXECUTE_SERVICE,
-                                               self.params["execute_timeout_s"], clients)
+        if self.params["registry_file"]:
+            from saycan_ros.nodes.routing import RoutingExecutor
+            from saycan_ros.registry import load_registry
+            self.executor_client = RoutingExecutor(
+                self, load_registry(self.params["registry_file"], self.skills),
+                self.params["execute_timeout_s"], clients)
+        else:
+            self.executor_client = ServiceExecutor(self, EXECUTE_SERVICE,
+                                                   self.params["execute_timeout_s"], clients)
+        self.state_client = self.create_client(GetWorldState, STATE_SERVICE,
+                                               callback_group=clients)
         self.scores_pub = self.create_publisher(SkillScores, SKILL_SCORES_TOPIC, 10)
         self.status_pub = self.create_publisher(PlanStatus, STATUS_TOPIC, LATCHED_QOS)
         self.result_pub = self.create_publisher(String, RESULT_TOPIC, LATCHED_QOS)
@@ -145,6 +156,9 @@ class PlannerNode(Node):
             response.success, response.message = False, "no plan is running"
         else:
             planner.cancel()
+            cancel_skill = getattr(self.executor_client, "cancel", None)
+            if cancel_skill is not None:  # stop the running skill too, not only the plan
+                threading.Thread(target=cancel_skill, daemon=True).start()
             response.success, response.message = True, f"cancelling {self._instruction!r}"
         return response
 
@@ -159,13 +173,25 @@ class PlannerNode(Node):
                                     on_decision=lambda r: self._on_decision(instruction, r),
                                     on_step=lambda r: self._on_step(instruction, r))
             self._publish_status("planning", instruction, 0, "planning", [])
-            result = self._planner.run(instruction)
+            result = self._planner.run(instruction, self._current_revision())
             self._finish(result)
         except Exception as exc:  # noqa: BLE001 - the node must outlive any plan
             self._publish_status("failed", instruction, 0, f"planner error: {exc}", [])
         finally:
             self._planner = None
             self._busy.release()
+
+    def _current_revision(self) -> int:
+        """The world's revision now, so the first affordances see the state the instruction
+        was given in (e.g. right after a reset); 0 (any) when no world serves its state."""
+        if not self.state_client.service_is_ready():
+            return 0
+        try:
+            response = call_service(self, self.state_client, GetWorldState.Request(), 2.0,
+                                    "world state")
+        except ServiceCallError:
+            return 0
+        return int(response.state.revision)
 
     def _on_decision(self, instruction: str, record: StepRecord) -> None:
         self.scores_pub.publish(record_to_msg(record, instruction, self.params["strategy"],

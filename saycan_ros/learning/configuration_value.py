@@ -1,0 +1,71 @@
+"""Configuration of the pick value function (``config/learning.yaml``, section ``value``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from saycan_ros.learning._config_util import from_dict, load_section, to_dict
+from saycan_ros.learning.configuration_bc import AugmentConfig, FiLMNetConfig
+
+
+@dataclass(frozen=True)
+class ValueDataConfig:
+    """Rollouts of the BC policy from diverse starts, feasible and impossible."""
+    policy: str = "bc_pick.pt"             # the policy whose value is learned (models/ name or path)
+    train_episodes: int = 3000
+    train_seed_base: int = 20_000_000
+    calib_episodes: int = 600              # held out: fits v_min / v_max
+    calib_seed_base: int = 30_000_000
+    feasible_fraction: float = 0.5
+    reasons: tuple[str, ...] = ("absent", "holding", "out_of_reach", "away")
+    n_envs: int = 16
+
+
+@dataclass(frozen=True)
+class TDConfig:
+    """n-step TD targets from a Polyak-averaged target network; sparse 0/1 reward at the end."""
+    gamma: float = 1.0                     # undiscounted, as in the paper's affordance argument
+    n_step: int = 4
+    tau: float = 0.01                      # target network update rate per step
+    initial_fraction: float = 0.25         # share of each batch drawn from episodes' first states
+
+
+@dataclass(frozen=True)
+class ValueTrainConfig:
+    init_from_policy: bool = True          # start the encoder from the BC policy's (transfer)
+    steps: int = 4000
+    batch_size: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    warmup: int = 200
+    threads: int = 1
+
+
+@dataclass(frozen=True)
+class CalibrationConfig:
+    """v_min / v_max are fitted on the calibration rollouts' first states against the actual
+    outcomes, minimising ``objective`` (brier | logloss | ece) over a grid of raw-value quantiles."""
+    objective: str = "brier"
+    grid: int = 101
+    bins: int = 10
+
+
+@dataclass(frozen=True)
+class ValueConfig:
+    data: ValueDataConfig = field(default_factory=ValueDataConfig)
+    model: FiLMNetConfig = field(default_factory=FiLMNetConfig)
+    augment: AugmentConfig = field(default_factory=AugmentConfig)
+    td: TDConfig = field(default_factory=TDConfig)
+    train: ValueTrainConfig = field(default_factory=ValueTrainConfig)
+    calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
+
+    @classmethod
+    def from_dict(cls, data) -> "ValueConfig":
+        return from_dict(cls, data, "value")
+
+    @classmethod
+    def load(cls, path=None) -> "ValueConfig":
+        section, _ = load_section(path, "value")
+        return cls.from_dict(section)
+
+    def to_dict(self) -> dict:
+        return to_dict(self)
