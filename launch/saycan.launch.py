@@ -25,7 +25,7 @@ def generate_launch_description():
                               description="ros__parameters for every node"),
         DeclareLaunchArgument("strategy", default_value="saycan",
                               description="saycan | no_vf"),
-        DeclareLaunchArgument("model", default_value="gemma3-270m",
+        DeclareLaunchArgument("model", default_value="smollm2-135m",
                               description="language model of the scorer"),
         Node(package="saycan_ros", executable="llm_scorer", name="llm_scorer",
              parameters=[params_file, {"model": model}], output="screen"),

@@ -49,24 +49,31 @@ def clamp01(x: float) -> float:
 
 
 class DistanceAffordance(AffordanceModel):
+    """Go-to skills by distance; subclasses change how the distance is measured."""
+    name = "distance"
+
     def __init__(self, d_min: float = 0.0, d_max: float = 100.0):
         if not (math.isfinite(d_min) and math.isfinite(d_max) and d_max > d_min >= 0):
-            raise ConfigError(f"distance affordance needs 0 <= d_min < d_max, got {d_min}, {d_max}")
+            raise ConfigError(f"{self.name} affordance needs 0 <= d_min < d_max, got "
+                              f"{d_min}, {d_max}")
         self.d_min, self.d_max = float(d_min), float(d_max)
+
+    def distance(self, kitchen: Kitchen, start: tuple[float, float],
+                 goal: tuple[float, float]) -> float:
+        """Straight-line distance (inf = unreachable)."""
+        return kitchen.distance(start, goal)
 
     def evaluate(self, skills, context):
         probs, raws = [], []
         x, y, _ = context.state.robot_pose
         for skill in skills:
             target = target_location(context.state, skill)
-            if target is None:
-                probs.append(0.0)
-                raws.append(math.inf)
-                continue
-            d = context.kitchen.distance((x, y), context.kitchen.location(target).approach)
+            d = math.inf if target is None else self.distance(
+                context.kitchen, (x, y), context.kitchen.location(target).approach)
             raws.append(d)
-            probs.append(clamp01((self.d_max - d) / (self.d_max - self.d_min)))
-        return np.array(probs), np.array(raws)
+            probs.append(0.0 if not math.isfinite(d) else
+                         clamp01((self.d_max - d) / (self.d_max - self.d_min)))
+        return np.array(probs, dtype=np.float64), np.array(raws, dtype=np.float64)
 
 
 class SymbolicPickAffordance(AffordanceModel):

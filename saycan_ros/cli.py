@@ -60,7 +60,7 @@ def cmd_run(args) -> int:
     init = json.loads(args.init) if args.init else None
     params = node_params(args)
     graph.init_rclpy()
-    procs, in_process = [], None
+    procs, in_process, own_executor, commander = [], None, None, None
     log_dir = tempfile.mkdtemp(prefix="saycan_run_")
     try:
         print(f"starting the SayCan graph ({'one process per node' if args.processes else 'one process'}"
@@ -74,8 +74,9 @@ def cmd_run(args) -> int:
         executor = in_process.executor if in_process else None
         if executor is None:
             from rclpy.executors import MultiThreadedExecutor
-            executor = MultiThreadedExecutor(num_threads=3)
-            threading.Thread(target=executor.spin, daemon=True).start()
+            executor = own_executor = MultiThreadedExecutor(num_threads=3)
+            spin_thread = threading.Thread(target=executor.spin, daemon=True)
+            spin_thread.start()
         executor.add_node(commander)
         commander.wait_until_ready(timeout_s=args.ready_timeout)
         if init is not None:
@@ -111,8 +112,14 @@ def cmd_run(args) -> int:
         print(f"saycan run: {exc} (node logs: {log_dir})", file=sys.stderr)
         return 1
     finally:
+        # Stop every executor before rclpy shuts down: a thread still spinning then aborts.
+        if own_executor is not None:
+            own_executor.shutdown(timeout_sec=5.0)
+            spin_thread.join(timeout=5.0)
         if in_process is not None:
             in_process.shutdown()
+        if commander is not None:
+            commander.destroy_node()
         graph.stop_processes(procs)
         import rclpy
         if rclpy.ok():

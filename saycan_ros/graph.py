@@ -44,7 +44,9 @@ class InProcessGraph:
         self.thread.start()
 
     def shutdown(self) -> None:
-        self.executor.shutdown(timeout_sec=2.0)
+        self.executor.shutdown(timeout_sec=5.0)
+        if self.thread is not None:  # rclpy aborts if it shuts down under a spinning thread
+            self.thread.join(timeout=5.0)
         for node in self.nodes.values():
             node.destroy_node()
 

@@ -17,26 +17,23 @@ from __future__ import annotations
 import math
 import threading
 
-import numpy as np
 
-from saycan_ros.affordance import AFFORDANCE_MODELS, AffordanceModel, clamp01
+from saycan_ros.affordance import AFFORDANCE_MODELS, DistanceAffordance
 from saycan_ros.config import ConfigError
 from saycan_ros.nav.grid import CostMap, CostParams, GlobalPlanner, GridMap, PlanFailure
-from saycan_ros.world import target_location
 
 MAP_RESOLUTION = 0.05          # kitchen_sim's /map resolution
 
 
-class PathDistanceAffordance(AffordanceModel):
+class PathDistanceAffordance(DistanceAffordance):
+    name = "path_distance"
+
     def __init__(self, d_min: float = 0.0, d_max: float = 100.0, robot_radius: float = 0.3,
                  safety_margin: float = 0.05, resolution: float = MAP_RESOLUTION,
                  cache_size: int = 4096):
-        if not (math.isfinite(d_min) and math.isfinite(d_max) and d_max > d_min >= 0):
-            raise ConfigError(f"path_distance affordance needs 0 <= d_min < d_max, got "
-                              f"{d_min}, {d_max}")
+        super().__init__(d_min, d_max)
         if not (robot_radius > 0 and safety_margin >= 0 and resolution > 0):
             raise ConfigError("path_distance affordance: robot_radius and resolution must be > 0")
-        self.d_min, self.d_max = float(d_min), float(d_max)
         self.cost_params = CostParams(robot_radius=float(robot_radius),
                                       safety_margin=float(safety_margin))
         self.resolution = float(resolution)
@@ -87,21 +84,8 @@ class PathDistanceAffordance(AffordanceModel):
                 self._cache[key] = length
             return self._cache[key]
 
-    # -- AffordanceModel ---------------------------------------------------------------------
-    def evaluate(self, skills, context):
-        probs, raws = [], []
-        x, y, _ = context.state.robot_pose
-        for skill in skills:
-            target = target_location(context.state, skill)
-            if target is None:
-                probs.append(0.0)
-                raws.append(math.inf)
-                continue
-            d = self.path_length(context.kitchen, (x, y), context.kitchen.location(target).approach)
-            raws.append(d)
-            probs.append(0.0 if not math.isfinite(d) else
-                         clamp01((self.d_max - d) / (self.d_max - self.d_min)))
-        return np.array(probs, dtype=np.float64), np.array(raws, dtype=np.float64)
+    def distance(self, kitchen, start, goal) -> float:  # DistanceAffordance's hook
+        return self.path_length(kitchen, start, goal)
 
 
 AFFORDANCE_MODELS["path_distance"] = PathDistanceAffordance
