@@ -128,10 +128,8 @@ def cmd_run(args) -> int:
 
 # -- eval ----------------------------------------------------------------------------------------
 def cmd_eval(args) -> int:
-    from saycan_ros.affordance import load_affordance
-    from saycan_ros.stack import load_vocabulary, make_language_scorer
+    from saycan_ros.stack import load_vocabulary
     from saycan_ros.tasks import TaskError, load_tasks
-    from saycan_ros.evaluation import evaluate
 
     vocabulary = load_vocabulary()
     try:
@@ -144,32 +142,65 @@ def cmd_eval(args) -> int:
         tasks = [t for t in tasks if t.family in wanted]
     if args.limit:
         tasks = tasks[:args.limit]
-    scorer = make_language_scorer({"backend": args.backend, "model": args.model,
-                                   "base_url": args.base_url, "threads": args.threads},
-                                  vocabulary.prompt)
-    strategies = args.strategy.split(",")
-    reports = []
+    from saycan_ros.planner import strategy_names
+    strategies = [x.strip() for x in (args.strategies or args.strategy).split(",") if x.strip()]
+    unknown = [x for x in strategies if x not in strategy_names()]
+    if unknown or not strategies:
+        print(f"saycan eval: unknown strategy {unknown or strategies}; known: "
+              f"{', '.join(strategy_names())}", file=sys.stderr)
+        return 2
+    models = args.llm or [args.model]
+    world_options, affordance_file = {}, args.affordance
+    if args.executor == "sim":      # learned pick + value-function affordances when trained
+        from saycan_ros.pick_policy import sim_eval_setup
+        pick, affordance_file = sim_eval_setup(args.pick, args.affordance)
+        world_options = {"pick": pick}
+        print(f"simulator: pick {pick}, affordances {affordance_file or 'affordance.yaml'}",
+              file=sys.stderr)
+    elif args.executor == "nodes":  # kitchen_sim + navigate/pick/place skill nodes over DDS
+        from saycan_ros.nodes.graph_world import NodeGraphWorld
+        from saycan_ros.pick_policy import sim_eval_setup
+        affordance_file = sim_eval_setup("learned", args.affordance)[1]
+        world_options = {"graph": NodeGraphWorld(vocabulary.kitchen, vocabulary.skills)}
+        print(f"node graph: kitchen_sim, navigate_skill, pick_skill, place_skill (ROS_DOMAIN_ID "
+              f"{world_options['graph'].domain_id}, logs {world_options['graph'].log_dir}); "
+              f"affordances {affordance_file or 'affordance.yaml'}", file=sys.stderr)
+    from saycan_ros.eval_runner import EvalJob, run_jobs
+    llm = {"backend": args.backend, "base_url": args.base_url, "threads": args.threads}
+    max_failures = args.max_failures
+    if max_failures is None:      # the symbolic world is deterministic: a retry changes nothing
+        max_failures = 0 if args.executor == "oracle" else 2
+    jobs = [EvalJob(model, strategy, llm, affordance_file or "", args.max_steps, args.executor,
+                    args.seed, world_options, max_failures)
+            for model in models for strategy in strategies]
     jsonl = open(args.jsonl, "a", encoding="utf-8") if args.jsonl else None
 
-    def record(outcome) -> None:  # one line per task as it finishes: long runs lose nothing
+    def record(job, outcome) -> None:  # one line per task as it finishes: long runs lose nothing
         if jsonl:
-            jsonl.write(json.dumps({"strategy": strategy, "model": args.model,
+            jsonl.write(json.dumps({"strategy": job.strategy, "model": job.model,
                                     **outcome.to_dict()}) + "\n")
             jsonl.flush()
 
-    for strategy in strategies:
-        report = evaluate(tasks, kitchen=vocabulary.kitchen, skills=vocabulary.skills,
-                          language_scorer=scorer, affordance_scorer=load_affordance(),
-                          strategy=strategy, model_name=args.model, max_steps=args.max_steps,
-                          executor=args.executor, seed=args.seed, on_task=record)
-        reports.append(report)
-        print(report.table())
-        print()
+    def show(report) -> None:
+        print(report.table() + "\n", flush=True)
+
+    started = time.perf_counter()
+    reports = run_jobs(jobs, tasks, vocabulary, workers=args.jobs, on_task=record,
+                       on_report=show)
+    print(f"{len(jobs)} runs of {len(tasks)} tasks in {time.perf_counter() - started:.0f} s "
+          f"({args.jobs} job{'s' if args.jobs > 1 else ''})")
+    if "graph" in world_options:            # --executor nodes: stop the node graph
+        world_options["graph"].close()
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump([r.to_dict() for r in reports], handle, indent=1)
+    if args.report:
+        from saycan_ros.report import write_report
+        paths = write_report(reports, args.report, kitchen=vocabulary.kitchen,
+                             skills=vocabulary.skills, command="saycan " + " ".join(sys.argv[1:]))
+        print("report: " + ", ".join(str(p) for p in paths.values()))
     for report in reports[1:]:
-        print(f"{report.strategy}: {report.summary_line()}")
+        print(f"{report.strategy} ({report.model}): {report.summary_line()}")
     if args.executor != "oracle":
         print(reports[0].summary_line("execution_success"))
     print(reports[0].summary_line())
@@ -247,9 +278,29 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="plan success over a task file")
     ev.add_argument("--tasks", default="tasks.yaml")
     model_args(ev)
-    ev.add_argument("--executor", default="oracle", choices=["oracle", "sim"],
-                    help="world the skills run in; plan success is always judged on the oracle")
+    ev.add_argument("--executor", default="oracle", choices=["oracle", "sim", "nodes"],
+                    help="world the skills run in (nodes: kitchen_sim and the navigate/pick/place "
+                         "skill nodes over DDS); plan success is always judged on the oracle")
     ev.add_argument("--seed", type=int, default=0, help="sim: seed of the first task")
+    ev.add_argument("--pick", default="auto", choices=["auto", "learned", "expert"],
+                    help="sim: pick with the BC policy or the scripted expert (auto: learned "
+                         "when models/bc_pick.pt is there)")
+    ev.add_argument("--affordance", default="",
+                    help="affordance config (default: affordance.yaml; sim with learned pick: "
+                         "affordance_sim.yaml, the pick value function)")
+    ev.add_argument("--strategies", default="",
+                    help="comma list of strategies (overrides --strategy): saycan, no_vf, "
+                         "generative, llm_planner, saycan_cot, bc_use, bc_nl")
+    ev.add_argument("--llm", nargs="+", default=None, metavar="NAME",
+                    help="evaluate with each of these models in turn (default: --model)")
+    ev.add_argument("--report", default="",
+                    help="write DIR/report.md (table, cost, failure attribution), report.json "
+                         "and report.png")
+    ev.add_argument("--max-failures", type=int, default=None,
+                    help="failed skills tolerated per task before the plan ends (default: 0 "
+                         "with the oracle, 2 in the simulator, where a grasp can miss)")
+    ev.add_argument("--jobs", type=int, default=1,
+                    help="worker processes, one (model, strategy) run each (oracle executor)")
     ev.add_argument("--json")
     ev.add_argument("--jsonl", help="append each task's outcome to this file as it finishes")
     ev.add_argument("--limit", type=int, default=0)
@@ -265,6 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json")
     bench.set_defaults(func=cmd_bench)
 
+    from saycan_ros.learning.cli import register_cli as register_learning
+    register_learning(sub)          # train bc|value, eval-value, and eval-skill pick
     from saycan_ros.skills_eval_cli import register_cli as register_eval_skill
     register_eval_skill(sub)
 

@@ -37,6 +37,14 @@ def replay_reaches_goal(task: Task, plan: Sequence[str], kitchen: Kitchen,
     return task.goal.holds(world)
 
 
+def observation_of(world) -> dict:
+    """What the robot perceives in ``world`` now: where it is, the objects there, what it holds
+    (the observer of strategies that list seen objects)."""
+    snap = world.snapshot()
+    return {"location": snap.robot_at, "holding": snap.holding,
+            "objects": sorted(o for o, at in snap.objects.items() if at == snap.robot_at)}
+
+
 @dataclass
 class TaskOutcome:
     task: Task
@@ -44,6 +52,8 @@ class TaskOutcome:
     plan_success: bool
     execution_success: bool
     seconds: float
+    cost: dict = field(default_factory=dict)        # language-model work for this task
+    strategy_stats: dict = field(default_factory=dict)
 
     @property
     def success(self) -> bool:
@@ -53,6 +63,7 @@ class TaskOutcome:
         return {"id": self.task.id, "family": self.task.family, "text": self.task.text,
                 "goal": self.task.goal.text, "plan_success": self.plan_success,
                 "execution_success": self.execution_success, "seconds": round(self.seconds, 3),
+                "cost": self.cost, "strategy_stats": self.strategy_stats,
                 **{k: v for k, v in self.result.to_dict().items() if k != "instruction"}}
 
 
@@ -110,27 +121,50 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
              affordance_scorer: AffordanceScorer, strategy: str = "saycan",
              model_name: str = "", max_steps: int = 20, executor: str = "oracle",
              seed: int = 0, progress: bool = True,
-             on_task: Callable[[TaskOutcome], None] | None = None) -> EvalReport:
+             on_task: Callable[[TaskOutcome], None] | None = None,
+             world_options: dict | None = None, resources=None,
+             strategy_options: dict | None = None, max_failures: int = 0) -> EvalReport:
     """Plan and execute each task from its ``init`` in a fresh world (``oracle``: the symbolic
-    world; ``sim``: the simulator, seeded per task)."""
+    world; ``sim``: the simulator, seeded per task; ``world_options`` go to it, e.g.
+    ``pick="learned"``).
+
+    ``resources`` (a :class:`~saycan_ros.strategies.resources.StrategyResources`) is needed by
+    the strategies beyond saycan / no_vf. ``max_failures``: failed skills tolerated per task
+    (re-scored from the new state; useful where skills fail at random, as in the simulator).
+    Each outcome records the language model's work
+    (forward passes, scored and generated tokens, seconds) spent on its task."""
     from saycan_ros.stack import make_world
-    kind = {"oracle": "symbolic", "sim": "sim"}.get(executor)
+    kind = {"oracle": "symbolic", "sim": "sim", "nodes": "nodes"}.get(executor)
     if kind is None:
-        raise ValueError(f"unknown executor {executor!r}; known: oracle, sim")
+        raise ValueError(f"unknown executor {executor!r}; known: oracle, sim, nodes")
     report = EvalReport(strategy, model_name, executor)
     language = LocalLanguage(language_scorer)
+    backend = getattr(language_scorer, "backend", None)
+    affordance = LocalAffordance(affordance_scorer, None, skills)   # its world is set per task
+    plan_strategy = make_strategy(strategy, language, affordance, resources=resources,
+                                  **(strategy_options or {}))
     for index, task in enumerate(tqdm(tasks, desc=f"eval {strategy}", unit="task",
                                       disable=not progress)):
-        world = make_world(kind, kitchen, task.init, seed=seed + index)
-        planner = Planner(skills, make_strategy(strategy, language,
-                                                LocalAffordance(affordance_scorer, world, skills)),
-                          WorldExecutor(world, skills), max_steps=max_steps)
+        world = make_world(kind, kitchen, task.init, seed=seed + index,
+                           **(world_options or {}))
+        affordance.world = world
+        planner = Planner(skills, plan_strategy, WorldExecutor(world, skills),
+                          max_steps=max_steps, observe=lambda: observation_of(world),
+                          max_failures=max_failures)
+        before = backend.stats.snapshot() if backend is not None else None
         started = time.perf_counter()
         result = planner.run(task.text)
+        seconds = time.perf_counter() - started
+        cost = {"seconds": round(seconds, 3)}
+        if before is not None:
+            work = backend.stats.snapshot() - before
+            cost.update(forward_passes=work.forward_passes, scored_tokens=work.scored_tokens,
+                        generated_tokens=work.generated_tokens, prompt_tokens=work.prompt_tokens,
+                        llm_calls=work.calls)
         executed = result.state == "succeeded" and task.goal.holds(world)
         outcome = TaskOutcome(task, result,
                               replay_reaches_goal(task, result.plan, kitchen, skills),
-                              executed, time.perf_counter() - started)
+                              executed, seconds, cost, plan_strategy.stats())
         report.outcomes.append(outcome)
         if on_task:
             on_task(outcome)

@@ -25,8 +25,20 @@ class LocalLanguage:
         return self.scorer.score(instruction, history, skills)
 
 
+#: Affordance model types that score from AffordanceContext.observation (the robot's sensors).
+OBSERVING_MODELS = ("LearnedPickAffordance",)
+
+
+def needs_observation(scorer: AffordanceScorer) -> bool:
+    """Whether any model of ``scorer`` reads the robot's sensors."""
+    return any(getattr(m, "needs_observation", type(m).__name__ in OBSERVING_MODELS)
+               for m in scorer.models.values())
+
+
 class LocalAffordance:
-    """Affordances from the symbolic world's current state."""
+    """Affordances from the world's current state, plus what the robot senses when the world
+    has sensors (``world.observation()``: the simulator's camera frame and arm state, for
+    learned affordances such as ``learned_pick``)."""
 
     def __init__(self, scorer: AffordanceScorer, world: SymbolicWorld, skills: SkillSet):
         self.scorer = scorer
@@ -35,7 +47,10 @@ class LocalAffordance:
 
     def score(self, instruction: str, history: Sequence[str], skills: Sequence[str],
               min_state_revision: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        context = AffordanceContext(self.world.kitchen, self.world.snapshot())
+        observe = getattr(self.world, "observation", None)
+        sense = callable(observe) and needs_observation(self.scorer)
+        context = AffordanceContext(self.world.kitchen, self.world.snapshot(),
+                                    observe() if sense else None)
         return self.scorer.score([self.skills.get(s) for s in skills],
                                  [self.skills.get(s) for s in history], context)
 

@@ -16,7 +16,7 @@ import abc
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -57,6 +57,7 @@ class StepRecord:
     success: bool | None = None
     message: str = ""
     seconds: float = 0.0
+    note: str = ""                   # what the strategy wants kept (raw generation, explanation)
 
     def top(self, k: int = 5) -> list[tuple[str, float, float, float]]:
         order = np.argsort(-self.combined, kind="stable")[:k]
@@ -64,10 +65,13 @@ class StepRecord:
                  float(self.combined[i])) for i in order]
 
     def to_dict(self) -> dict:
-        return {"step": self.step, "selected": self.selected, "success": self.success,
-                "message": self.message, "seconds": round(self.seconds, 4),
-                "top": [dict(zip(("skill", "llm", "affordance", "combined"), t))
-                        for t in self.top(5)]}
+        out = {"step": self.step, "selected": self.selected, "success": self.success,
+               "message": self.message, "seconds": round(self.seconds, 4),
+               "top": [dict(zip(("skill", "llm", "affordance", "combined"), t))
+                       for t in self.top(5)]}
+        if self.note:
+            out["note"] = self.note
+        return out
 
 
 @dataclass
@@ -96,6 +100,7 @@ class Decision:
     affordance: np.ndarray
     combined: np.ndarray
     selected: str
+    note: str = ""
 
 
 @dataclass
@@ -104,6 +109,9 @@ class StepContext:
     history: list[str]
     skills: list[str]
     state_revision: int
+    #: What the robot perceives now (``Planner(observe=...)``), e.g. ``{"location": "table",
+    #: "objects": ["apple", ...]}``; ``None`` when the planner has no observer.
+    observation: Mapping[str, Any] | None = None
 
 
 class Strategy(abc.ABC):
@@ -119,6 +127,15 @@ class Strategy(abc.ABC):
 
     def reset(self, instruction: str) -> None:
         """Called once per instruction, before the first step."""
+
+    def stats(self) -> dict[str, Any]:
+        """Per-instruction counters worth reporting (since the last :meth:`reset`)."""
+        return {}
+
+    def continue_after_failure(self, record: "StepRecord") -> bool:
+        """Whether planning goes on after ``record``'s skill failed (re-planning strategies);
+        by default a failed skill ends the plan."""
+        return False
 
 
 def _checked(name: str, probs, raw, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -175,13 +192,35 @@ STRATEGIES: dict[str, type[Strategy]] = {
 }
 
 
+#: Strategies that need more than the two score sources (a text generator, a sentence embedder,
+#: the pick policy: ``resources=StrategyResources(...)``), imported on first use.
+RESOURCE_STRATEGIES: dict[str, str] = {
+    "generative": "saycan_ros.strategies.generative:GenerativeStrategy",
+    "llm_planner": "saycan_ros.strategies.llm_planner:LLMPlannerStrategy",
+    "saycan_cot": "saycan_ros.strategies.chain_of_thought:SayCanCoTStrategy",
+    "bc_use": "saycan_ros.strategies.baselines:BCUseStrategy",
+    "bc_nl": "saycan_ros.strategies.baselines:BCNLStrategy",
+}
+
+
+def strategy_names() -> list[str]:
+    return [*STRATEGIES, *RESOURCE_STRATEGIES]
+
+
 def make_strategy(name: str, language: ScoreSource, affordance: ScoreSource | None,
-                  **options) -> Strategy:
-    try:
-        cls = STRATEGIES[name]
-    except KeyError:
-        raise ValueError(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}") from None
-    return cls(language, affordance, **options)
+                  resources=None, **options) -> Strategy:
+    """A strategy by name; ``resources`` (a StrategyResources) only for RESOURCE_STRATEGIES."""
+    if name in STRATEGIES:
+        return STRATEGIES[name](language, affordance, **options)
+    if name not in RESOURCE_STRATEGIES:
+        raise ValueError(f"unknown strategy {name!r}; known: {', '.join(strategy_names())}")
+    if resources is None:
+        raise ValueError(f"strategy {name!r} needs in-process resources (a text generator, "
+                         "sentence embeddings or the pick policy): use saycan eval")
+    import importlib
+    module, cls = RESOURCE_STRATEGIES[name].split(":")
+    return getattr(importlib.import_module(module), cls)(language, affordance, resources,
+                                                          **options)
 
 
 # -- the loop ----------------------------------------------------------------------------------
@@ -191,9 +230,13 @@ class Planner:
     def __init__(self, skills: SkillSet, strategy: Strategy, executor: SkillExecutor,
                  max_steps: int = 20, skill_timeout_s: float = 0.0,
                  on_decision: Callable[[StepRecord], None] | None = None,
-                 on_step: Callable[[StepRecord], None] | None = None):
+                 on_step: Callable[[StepRecord], None] | None = None,
+                 observe: Callable[[], Mapping[str, Any]] | None = None,
+                 max_failures: int = 0):
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+        if max_failures < 0:
+            raise ValueError(f"max_failures must be >= 0, got {max_failures}")
         self.skills = skills
         self.strategy = strategy
         self.executor = executor
@@ -201,6 +244,10 @@ class Planner:
         self.skill_timeout_s = skill_timeout_s
         self.on_decision = on_decision  # chosen, not yet executed
         self.on_step = on_step          # executed (record.success set)
+        self.observe = observe          # what the robot perceives, for strategies that use it
+        # Failed skills tolerated per instruction: the loop re-scores from the new state (a
+        # missed grasp is usually tried again); 0: the first failure ends the plan.
+        self.max_failures = max_failures
         self.cancel_event = threading.Event()
 
     def cancel(self) -> None:
@@ -214,21 +261,23 @@ class Planner:
         terminate = self.skills.terminate.text
         candidates = self.skills.texts
         revision = start_revision
+        failures = 0
         self.strategy.reset(instruction)
         for step in range(1, self.max_steps + 1):
             if self.cancel_event.is_set():
                 return self._end(result, "cancelled", "cancelled before step %d" % step)
             started = time.perf_counter()
             try:
+                observation = self.observe() if self.observe is not None else None
                 decision = self.strategy.decide(
-                    StepContext(instruction, result.plan, candidates, revision))
+                    StepContext(instruction, result.plan, candidates, revision, observation))
             except Exception as exc:  # noqa: BLE001 - any source failure ends the plan cleanly
                 return self._end(result, "failed", f"step {step}: scoring failed: {exc}")
             if decision.selected not in self.skills:  # never run what is not in the registry
                 return self._end(result, "failed",
                                  f"step {step}: strategy chose unregistered {decision.selected!r}")
             record = StepRecord(step, list(candidates), decision.llm, decision.affordance,
-                                decision.combined, decision.selected)
+                                decision.combined, decision.selected, note=decision.note)
             result.steps.append(record)
             if self.on_decision is not None:
                 self.on_decision(record)
@@ -250,8 +299,11 @@ class Planner:
             revision = max(revision, outcome.state_revision)
             self._notify(record)
             if not outcome.success:
-                return self._end(result, "failed",
-                                 f"step {step}: {decision.selected!r} failed: {outcome.message}")
+                failures += 1
+                replans = self.strategy.continue_after_failure(record)   # it may re-plan
+                if failures > self.max_failures and not replans:
+                    return self._end(result, "failed", f"step {step}: {decision.selected!r} "
+                                                       f"failed: {outcome.message}")
         return self._end(result, "max_steps", f"no 'done' within {self.max_steps} steps")
 
     def _notify(self, record: StepRecord) -> None:

@@ -56,16 +56,25 @@ def make_language_scorer(params: Mapping[str, Any], prompt: DialoguePrompt) -> L
     return LanguageScorer(make_backend(backend_config(params)), prompt)
 
 
-def make_world(kind: str, kitchen: Kitchen, init=None, seed: int = 0):
+def make_world(kind: str, kitchen: Kitchen, init=None, seed: int = 0, **options):
     """The world skills run in: ``symbolic`` (the oracle) or ``sim`` (the built-in simulator).
 
     Both offer ``reset(init)``, ``snapshot()``, ``execute(skill)``, ``revision``, ``robot_at``,
-    ``holding``, ``objects`` and ``object_location(o)``.
+    ``holding``, ``objects`` and ``object_location(o)``. ``options`` go to the simulator
+    (e.g. ``pick="learned"``: pick with the BC policy, see :mod:`saycan_ros.sim.executor`).
     """
     from saycan_ros.world import SymbolicWorld
     if kind == "symbolic":
+        if options:
+            raise ValueError(f"the symbolic world takes no options, got {sorted(options)}")
         return SymbolicWorld(kitchen, init)
     if kind == "sim":
         from saycan_ros.sim.executor import SimulatedKitchen  # numpy + OpenCV: only when asked
-        return SimulatedKitchen(kitchen, init, seed=seed)
-    raise ValueError(f"unknown world {kind!r}; known: symbolic, sim")
+        return SimulatedKitchen(kitchen, init, seed=seed, **options)
+    if kind == "nodes":   # the running node graph (saycan_ros.nodes.graph_world), reset to init
+        graph = options.get("graph")
+        if graph is None:
+            raise ValueError("world 'nodes' needs graph=NodeGraphWorld(...)")
+        graph.reset(init, seed=seed)
+        return graph
+    raise ValueError(f"unknown world {kind!r}; known: symbolic, sim, nodes")

@@ -25,6 +25,7 @@ EXECUTABLES = {
     "kitchen_sim": "saycan_ros.nodes.kitchen_sim_node",
     "navigate_skill": "saycan_ros.nodes.navigate_skill_node",
     "place_skill": "saycan_ros.nodes.place_skill_node",
+    "pick_skill": "saycan_ros.nodes.pick_skill_node",
 }
 
 
@@ -161,7 +162,7 @@ def test_cmake_installs_executables_data_and_python():
     assert cmake_nodes() == EXECUTABLES
     code = _cmake_code()
     assert "DESTINATION lib/${PROJECT_NAME}" in code
-    assert "foreach(_dir config launch)" in code and "share/${PROJECT_NAME}" in code
+    assert "foreach(_dir config launch models)" in code and "share/${PROJECT_NAME}" in code
     assert "ament_package()" in code
 
 

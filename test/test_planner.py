@@ -196,3 +196,31 @@ def test_saycan_plans_real_tasks_with_a_real_language_model(vocabulary, test_sco
             assert step.llm.sum() == pytest.approx(1.0)
             assert np.all((step.affordance >= 0) & (step.affordance <= 1))
     assert report.summary_line() == "plan success: 3/3 (100.0%)"
+
+
+def test_failed_skill_is_retried_within_the_failure_budget(vocabulary):
+    """With max_failures, a failed skill does not end the plan: the loop re-scores from the new
+    state (here the same pick, which then succeeds, like a missed grasp tried again)."""
+
+    class FlakyExecutor:
+        def __init__(self, inner):
+            self.inner, self.failed = inner, False
+
+        def execute(self, skill, timeout_s=0.0):
+            if skill.startswith("pick up") and not self.failed:
+                self.failed = True
+                return ExecutionResult(False, "grasp missed")
+            return self.inner.execute(skill, timeout_s)
+
+    script = ["find a sponge", "pick up the sponge", "done"]
+    for budget, state in ((0, "failed"), (1, "succeeded")):
+        world = SymbolicWorld(vocabulary.kitchen)
+        affordance = LocalAffordance(load_affordance(), world, vocabulary.skills)
+        planner = Planner(vocabulary.skills,
+                          make_strategy("saycan", ScriptedLanguage(script), affordance),
+                          FlakyExecutor(WorldExecutor(world, vocabulary.skills)),
+                          max_failures=budget)
+        result = planner.run("hold the sponge")
+        assert result.state == state, (budget, result.message)
+        assert [s.success for s in result.steps][:2] == [True, False]
+    assert result.plan == script

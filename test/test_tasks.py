@@ -1,15 +1,14 @@
 """Task files (config/tasks.yaml, config/tasks_extra.yaml), their parser and the goal checker.
 
-Every task must be solvable: a breadth-first search over the symbolic world (the same oracle
-``saycan eval`` uses) finds a plan of at most 19 skills (plus ``done``: the planner's 20 steps)
-that reaches the goal, and the goal does not already hold at the start.
+Every task must be solvable: a breadth-first search over the symbolic world
+(:mod:`saycan_ros.solver`, also the oracle of the report's failure attribution) finds a plan of
+at most 19 skills (plus ``done``: the planner's 20 steps) that reaches the goal, and the goal
+does not already hold at the start.
 """
 from __future__ import annotations
 
-import copy
-import itertools
 import re
-from collections import Counter, deque
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -17,11 +16,11 @@ import yaml
 
 from saycan_ros.kitchen import GRIPPER, load_kitchen
 from saycan_ros.skills import load_skills
+from saycan_ros.solver import MAX_PLAN_SKILLS, find_plan, goal_terms, solve
 from saycan_ros.tasks import (FAMILIES, MAX_INSTRUCTION_CHARS, GoalExpr, Task, TaskError,
                               TaskInit, load_tasks, parse_goal, parse_tasks)
 from saycan_ros.world import SymbolicWorld
 
-MAX_PLAN_SKILLS = 19          # + "done" = the planner's default max_steps of 20
 DEMO = "I spilled my coke, can you bring me something to clean it up?"
 # The checkout's own files (not whatever config dir an installed saycan_ros resolves to).
 CONFIG = Path(__file__).resolve().parent.parent / "config"
@@ -45,98 +44,6 @@ def public_tasks(kitchen):
 @pytest.fixture(scope="module")
 def extra_tasks(kitchen):
     return load_tasks(CONFIG / "tasks_extra.yaml", kitchen)
-
-
-# -- a small planner over the symbolic world -------------------------------------------------------
-def goal_objects(goal: GoalExpr) -> set[str]:
-    """Every object a goal names."""
-    if goal.op == "at":
-        return {goal.args[0]}
-    if goal.op == "holding":
-        return {goal.args[0]} - {None}
-    if goal.op == "robot_at":
-        return set()
-    return set().union(*(goal_objects(a) for a in goal.args if isinstance(a, GoalExpr)))
-
-
-def _clone(world: SymbolicWorld) -> SymbolicWorld:
-    clone = copy.copy(world)
-    clone.objects = dict(world.objects)
-    return clone
-
-
-def _bfs(task: Task, relevant: set[str], kitchen, skills, max_depth: int) -> list[str] | None:
-    """A shortest plan that only touches ``relevant`` objects (navigation is always allowed)."""
-    candidates = [s for s in skills
-                  if s.kind in ("navigate", "navigate_to_object", "pick", "place")
-                  and (s.object is None or s.object in relevant)]
-    order = sorted(relevant)
-
-    def key(w: SymbolicWorld):
-        return (w.robot_at, w.holding, tuple(w.objects.get(o) for o in order))
-
-    start = SymbolicWorld(kitchen, task.init)
-    if task.goal.holds(start):
-        return []
-    frontier = deque([(start, ())])
-    seen = {key(start)}
-    while frontier:
-        world, plan = frontier.popleft()
-        if len(plan) >= max_depth:
-            continue
-        for skill in candidates:
-            nxt = _clone(world)
-            if not nxt.execute(skill).success:
-                continue
-            k = key(nxt)
-            if k in seen:
-                continue
-            seen.add(k)
-            new_plan = plan + (skill.text,)
-            if task.goal.holds(nxt):
-                return list(new_plan)
-            frontier.append((nxt, new_plan))
-    return None
-
-
-def goal_terms(goal: GoalExpr) -> list[frozenset[str]]:
-    """The object sets of the goal's alternatives (or / atleast expanded; not() adds nothing)."""
-    if goal.op in ("at", "holding"):
-        return [frozenset({goal.args[0]} - {None})]
-    if goal.op in ("robot_at", "not"):
-        return [frozenset()]
-    if goal.op == "or":
-        return list(dict.fromkeys(t for a in goal.args for t in goal_terms(a)))
-    parts = goal.args if goal.op == "and" else None
-    if goal.op == "atleast":
-        n, subs = goal.args[0], goal.args[1:]
-        return list(dict.fromkeys(t for combo in itertools.combinations(subs, n)
-                                  for t in goal_terms(GoalExpr("and", combo))))
-    out = [frozenset()]
-    for part in parts:
-        out = list(dict.fromkeys(a | b for a in out for b in goal_terms(part)))
-    return out
-
-
-def solve(task: Task, kitchen, skills, max_depth: int = MAX_PLAN_SKILLS) -> list[str] | None:
-    """A shortest plan (skill texts, without ``done``) reaching the goal, or None.
-
-    Only skills about the objects the goal names (and the one held at the start) are tried,
-    plus every navigation skill: other objects never need to move.
-    """
-    held = {task.init.holding} - {None}
-    return _bfs(task, goal_objects(task.goal) | held, kitchen, skills, max_depth)
-
-
-def find_plan(task: Task, kitchen, skills, max_depth: int = MAX_PLAN_SKILLS) -> list[str] | None:
-    """Some plan within ``max_depth`` skills (not always the shortest), or None; fast on wide
-    or(...) goals: each alternative's objects are searched alone before all of them together."""
-    held = {task.init.holding} - {None}
-    for term in sorted(goal_terms(task.goal), key=len)[:200]:
-        plan = _bfs(task, set(term) | held, kitchen, skills, max_depth)
-        if plan is not None:
-            return plan
-    return solve(task, kitchen, skills, max_depth)
 
 
 def replay(task: Task, plan: list[str], kitchen, skills) -> SymbolicWorld:

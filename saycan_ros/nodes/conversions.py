@@ -55,3 +55,17 @@ def record_to_msg(record: StepRecord, instruction: str, strategy: str, stamp) ->
     msg.selected = record.selected
     msg.strategy = strategy
     return msg
+
+
+def image_to_rgb(msg) -> np.ndarray | None:
+    """An ``rgb8`` / ``bgr8`` ``sensor_msgs/Image`` as an HxWx3 RGB array (row padding dropped),
+    or None for another encoding or a size that does not match its data."""
+    if msg.encoding not in ("rgb8", "bgr8"):
+        return None
+    data = np.frombuffer(bytes(msg.data), dtype=np.uint8)
+    try:
+        image = data.reshape(msg.height, msg.step)[:, :msg.width * 3].reshape(
+            msg.height, msg.width, 3)
+    except ValueError:
+        return None
+    return np.ascontiguousarray(image[:, :, ::-1] if msg.encoding == "bgr8" else image)

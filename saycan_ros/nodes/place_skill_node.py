@@ -18,7 +18,6 @@ from __future__ import annotations
 import threading
 import time
 
-import numpy as np
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import TwistStamped
 from nav_msgs.msg import Odometry
@@ -27,6 +26,7 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from saycan_ros.nodes.conversions import image_to_rgb
 from saycan_ros.nodes.common import spin_node
 from saycan_ros.nodes.skill_server import OdomPose, SkillJob, SkillServerNode, TransformCache
 from saycan_ros.place_executor import ArmModel, CameraModel, PlaceController, PlaceParams
@@ -73,11 +73,7 @@ class PlaceSkillNode(SkillServerNode):
                                      qos_profile_sensor_data, callback_group=group)
             self.create_subscription(CameraInfo, "camera/camera_info", self._on_info,
                                      qos_profile_sensor_data, callback_group=group)
-        self.twist_pub = self.create_publisher(TwistStamped, "servo_node/delta_twist_cmds", 10)
-        self.gripper_pub = self.create_publisher(Float64MultiArray, "gripper_controller/commands",
-                                                 10)
-        self.trajectory_pub = self.create_publisher(JointTrajectory,
-                                                    "arm_controller/joint_trajectory", 10)
+        self.create_arm_publishers()
 
     # -- sensors ---------------------------------------------------------------------------------
     def _on_joints(self, msg: JointState) -> None:
@@ -86,13 +82,8 @@ class PlaceSkillNode(SkillServerNode):
             self._joints_time = time.monotonic()
 
     def _on_image(self, msg: Image) -> None:
-        if msg.encoding not in ("rgb8", "bgr8"):
-            return
-        data = np.frombuffer(bytes(msg.data), dtype=np.uint8)
-        try:
-            image = data.reshape(msg.height, msg.step)[:, :msg.width * 3].reshape(
-                msg.height, msg.width, 3)
-        except ValueError:
+        image = image_to_rgb(msg)
+        if image is None:
             return
         with self._sensor_lock:
             self._image = (image, msg.header.frame_id, time.monotonic())

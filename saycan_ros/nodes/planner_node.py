@@ -88,8 +88,10 @@ class PlannerNode(Node):
         super().__init__("planner", **kwargs)
         self.params = declare_parameters(self, DEFAULTS)
         if self.params["strategy"] not in STRATEGIES:
-            raise ValueError(f"unknown strategy {self.params['strategy']!r}; "
-                             f"known: {', '.join(STRATEGIES)}")
+            # generative, llm_planner, saycan_cot, bc_* need a text generator or the pick
+            # policy in the same process: they run in `saycan eval`, not behind SkillScore.
+            raise ValueError(f"strategy {self.params['strategy']!r} is not served by the planner "
+                             f"node; it runs: {', '.join(STRATEGIES)} (the others: saycan eval)")
         if self.params["max_steps"] < 1:
             raise ValueError("max_steps must be at least 1")
         kitchen = load_kitchen(self.params["kitchen_file"] or None)

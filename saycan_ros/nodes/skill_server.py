@@ -172,6 +172,18 @@ class SkillServerNode(Node):
         """Leave the robot standing still."""
 
     # -- helpers for subclasses ------------------------------------------------------------------
+    def create_arm_publishers(self) -> None:
+        """The arm's command topics (MoveIt Servo twist, ros2_control gripper and trajectory):
+        ``twist_pub``, ``gripper_pub``, ``trajectory_pub``."""
+        from geometry_msgs.msg import TwistStamped
+        from std_msgs.msg import Float64MultiArray
+        from trajectory_msgs.msg import JointTrajectory
+        self.twist_pub = self.create_publisher(TwistStamped, "servo_node/delta_twist_cmds", 10)
+        self.gripper_pub = self.create_publisher(Float64MultiArray,
+                                                 "gripper_controller/commands", 10)
+        self.trajectory_pub = self.create_publisher(JointTrajectory,
+                                                    "arm_controller/joint_trajectory", 10)
+
     @property
     def control_period(self) -> float:
         rate = float(self.params["control_rate_hz"])

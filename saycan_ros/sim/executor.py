@@ -2,8 +2,11 @@
 controllers on the simulated robot, behind the same interface as the symbolic world
 (:class:`saycan_ros.world.SymbolicWorld`: ``reset``, ``snapshot``, ``execute``).
 
-Navigation plans on the occupancy grid and drives the base; pick and place run the scripted
-experts in the learning action space. Outcomes come from the simulated physics, so a skill can
+Navigation plans on the occupancy grid and drives the base; place runs the scripted expert in
+the learning action space; pick runs either the scripted expert (``pick="expert"``, privileged
+state) or the learned BC policy on the head camera image and arm state (``pick="learned"``;
+``"auto"``: learned when its weights are there). :meth:`SimulatedKitchen.observation` is what
+the robot senses (camera frame and arm state), for learned affordances. Outcomes come from the simulated physics, so a skill can
 fail here where the symbolic world would let it succeed (that is the point of simulating).
 """
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Callable
 import numpy as np
 
 from saycan_ros.kitchen import GRIPPER, Kitchen, load_kitchen
+from saycan_ros.pick_policy import learned_pick_available, load_pick_policy, policy_state
 from saycan_ros.sim.arm import HOME
 from saycan_ros.sim.control import apply_action
 from saycan_ros.sim.expert import PickExpert, PlaceExpert, free_spot, lifted
@@ -23,11 +27,20 @@ from saycan_ros.world import SkillOutcome, WorldSnapshot, target_location
 
 MAX_ACTIONS = 50          # per manipulation skill, as in the gym environments
 DRIVE_TIMEOUT_S = 120.0
+PICK_MODES = ("expert", "learned", "auto")
 
 
 class SimulatedKitchen:
     def __init__(self, kitchen: Kitchen | None = None, init=None, seed: int = 0,
-                 on_step: Callable[[KitchenWorld], None] | None = None):
+                 on_step: Callable[[KitchenWorld], None] | None = None, pick: str = "expert",
+                 pick_weights: str = ""):
+        if pick not in PICK_MODES:
+            raise ValueError(f"pick must be one of {', '.join(PICK_MODES)}, got {pick!r}")
+        if pick == "auto":
+            pick = "learned" if learned_pick_available(pick_weights) else "expert"
+        self.pick_mode = pick
+        self.policy = load_pick_policy("bc_pick", pick_weights) if pick == "learned" else None
+        self._camera = None
         self.kitchen = kitchen or load_kitchen()
         self.world = KitchenWorld(self.kitchen, cmd_timeout=None, seed=seed)
         self.planner = GridPlanner(self.world.plan, self.world.base.limits.radius)
@@ -120,7 +133,24 @@ class SimulatedKitchen:
             if apply_action(self.world, expert.act(), self.on_step):
                 break
 
+    # -- sensing (what a real robot has: no privileged state) ------------------------------------
+    @property
+    def camera(self):
+        if self._camera is None:
+            from saycan_ros.sim.camera import Camera
+            self._camera = Camera(self.world, 96, 96)
+        return self._camera
+
+    def observation(self) -> dict:
+        """The pick env's observation of now: head camera frame and arm state."""
+        arm = self.world.arm
+        return {"image": self.camera.render().copy(),
+                "state": policy_state(arm.joint_positions, self.world.held is not None,
+                                      arm.limits.gripper)}
+
     def pick(self, name: str) -> SkillOutcome:
+        if self.policy is not None:
+            return self.pick_learned(name)
         expert = PickExpert(self.world, name)
         if not expert.feasible() or self.world.held is not None:
             return SkillOutcome(False, f"cannot pick up the {name}: {self._why_not_pick(name)}")
@@ -128,6 +158,24 @@ class SimulatedKitchen:
         ok = lifted(self.world, name)
         self.tuck_arm()
         return SkillOutcome(ok, f"holding the {name}" if ok else f"failed to grasp the {name}")
+
+    def pick_learned(self, name: str) -> SkillOutcome:
+        """The BC policy in closed loop on the camera and arm state, at most MAX_ACTIONS steps."""
+        w = self.world
+        if w.held is not None:          # the gripper tells: no privileged knowledge needed
+            return SkillOutcome(False, f"cannot pick up the {name}: already holding the {w.held}")
+        skill = f"pick up the {name}"
+        actions = 0
+        for actions in range(1, MAX_ACTIONS + 1):
+            obs = self.observation()
+            obs["skill"] = skill
+            if apply_action(w, self.policy.act(obs), self.on_step):
+                break
+        self.tuck_arm()                 # a grasp the policy did not lift far counts once tucked
+        if lifted(w, name):
+            return SkillOutcome(True, f"holding the {name}")
+        got = f"holding the {w.held} instead" if w.held else "nothing in the gripper"
+        return SkillOutcome(False, f"failed to pick up the {name} after {actions} actions: {got}")
 
     def _why_not_pick(self, name: str) -> str:
         w = self.world

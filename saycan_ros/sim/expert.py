@@ -40,9 +40,14 @@ def lifted(world: KitchenWorld, name: str, margin: float = 0.0) -> bool:
 class PickExpert:
     """Pick up ``target`` from the surface in front of the robot, then lift it."""
 
-    def __init__(self, world: KitchenWorld, target: str, noise: float = 0.0, seed: int | None = None):
+    def __init__(self, world: KitchenWorld, target: str, noise: float = 0.0, seed: int | None = None,
+                 undershoot: float = 0.0):
         self.world, self.target, self.noise = world, target, noise
         self.rng = np.random.default_rng(seed)
+        # Aim the descent this far below the grasp height (never below the surface): the hand
+        # still closes once within 1 cm above it, so an imitating policy whose last descent
+        # steps come out a little short still ends well inside the closing band.
+        self.undershoot = undershoot
 
     def feasible(self) -> bool:
         w = self.world
@@ -76,7 +81,8 @@ class PickExpert:
             dz = max(top + HOVER_M - ee[2], 0.0) if distance > 0.03 else 0.0
             return np.array([*_toward(error), *_toward([dz]), OPEN, -1.0])
         if ee[2] > grasp_z + 0.01:                     # aligned: descend around it
-            return np.array([*_toward(error), *_toward([grasp_z - ee[2]]), OPEN, -1.0])
+            aim = max(grasp_z - self.undershoot, obj.z + 0.005) if self.undershoot else grasp_z
+            return np.array([*_toward(error), *_toward([aim - ee[2]]), OPEN, -1.0])
         return np.array([*_toward(error), 0.0, CLOSE, -1.0])
 
     def act(self) -> np.ndarray:

@@ -1,0 +1,57 @@
+"""Start the SayCan graph with the real skill executors on the simulated robot: kitchen_sim
+(the robot's standard topics), navigate_skill / pick_skill (learned BC policy) / place_skill
+routed through config/skill_registry.yaml, the affordance node with the pick value function
+(config/affordance_sim.yaml: camera + joint_states), the language scorer and the planner.
+
+    ros2 launch saycan_ros saycan_sim.launch.py
+    ros2 launch saycan_ros saycan_sim.launch.py strategy:=no_vf affordance_file:=affordance.yaml
+    ros2 topic pub --once /saycan/instruction std_msgs/String "{data: 'Bring me a coke.'}"
+
+For another robot (Gazebo, Isaac Sim, a real one) leave out kitchen_sim and remap the skill
+nodes' and the affordance node's topics (docs/simulator.md).
+"""
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+
+def generate_launch_description():
+    share = get_package_share_directory("saycan_ros")
+    config = os.path.join(share, "config")
+    params_file = LaunchConfiguration("params_file")
+    executors_file = LaunchConfiguration("executors_file")
+    strategy = LaunchConfiguration("strategy")
+    model = LaunchConfiguration("model")
+    affordance_file = LaunchConfiguration("affordance_file")
+    return LaunchDescription([
+        DeclareLaunchArgument("params_file", default_value=os.path.join(config, "saycan.yaml"),
+                              description="ros__parameters of the planning nodes"),
+        DeclareLaunchArgument("executors_file",
+                              default_value=os.path.join(config, "skill_executors.yaml"),
+                              description="ros__parameters of the skill executor nodes"),
+        DeclareLaunchArgument("strategy", default_value="saycan", description="saycan | no_vf"),
+        DeclareLaunchArgument("model", default_value="smollm2-135m",
+                              description="language model of the scorer"),
+        DeclareLaunchArgument("affordance_file", default_value="affordance_sim.yaml",
+                              description="affordance models (learned pick value function)"),
+        Node(package="saycan_ros", executable="kitchen_sim", name="kitchen_sim",
+             parameters=[os.path.join(config, "kitchen_sim.yaml")], output="screen"),
+        Node(package="saycan_ros", executable="navigate_skill", name="navigate_skill",
+             parameters=[executors_file], output="screen"),
+        Node(package="saycan_ros", executable="pick_skill", name="pick_skill",
+             parameters=[executors_file], output="screen"),
+        Node(package="saycan_ros", executable="place_skill", name="place_skill",
+             parameters=[executors_file], output="screen"),
+        Node(package="saycan_ros", executable="llm_scorer", name="llm_scorer",
+             parameters=[params_file, {"model": model}], output="screen"),
+        Node(package="saycan_ros", executable="affordance", name="affordance",
+             parameters=[params_file, {"affordance_file": affordance_file}], output="screen"),
+        Node(package="saycan_ros", executable="planner", name="planner",
+             parameters=[params_file, {"strategy": strategy,
+                                       "registry_file": "skill_registry.yaml"}],
+             output="screen"),
+    ])

@@ -1,0 +1,58 @@
+"""Learned skills and affordances for the simulated kitchen (the paper's BC-Z / MT-Opt parts,
+scaled to a CPU).
+
+- ``modeling_bc``: a language-conditioned pick policy (FiLM-conditioned ResNet-style CNN over
+  the head camera image, plus the arm state) trained by behaviour cloning (``train_bc``) from
+  noise-injected (DART) demonstrations of the scripted expert (``data``).
+- ``modeling_value``: a language-conditioned value network V(s, skill) with a sigmoid output,
+  trained by n-step TD learning with sparse 0/1 rewards and a log loss on rollouts of that policy
+  (``train_value``), calibrated with the paper's clamp((v - v_min) / (v_max - v_min), 0, 1).
+- ``evaluate``: ``saycan eval-skill pick`` and ``saycan eval-value``.
+- ``factory``: ``make_policy`` / ``make_value`` from the shipped weights in ``models/``.
+
+torch is imported by the submodules only; importing this package is cheap.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: The skill text of every pick skill, as the gym env and config/skills.yaml write it.
+PICK_TEMPLATE = "pick up the {object}"
+
+
+def cache_dir() -> Path:
+    """Where demonstrations, rollouts and text embeddings are cached (never in the repo):
+    ``SAYCAN_CACHE_DIR`` or ``~/.cache/saycan_ros``."""
+    path = Path(os.environ.get("SAYCAN_CACHE_DIR") or Path.home() / ".cache" / "saycan_ros")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent.parent
+
+
+def models_dir() -> Path:
+    """The shipped weights: ``SAYCAN_MODELS_DIR``, the source checkout's ``models/``, or
+    ``share/saycan_ros/models`` of an install prefix."""
+    import sys
+    candidates = []
+    if os.environ.get("SAYCAN_MODELS_DIR"):
+        candidates.append(Path(os.environ["SAYCAN_MODELS_DIR"]))
+    candidates.append(repo_root() / "models")
+    candidates.append(Path(sys.prefix) / "share" / "saycan_ros" / "models")
+    for path in candidates:
+        if path.is_dir():
+            return path
+    return candidates[0] if os.environ.get("SAYCAN_MODELS_DIR") else repo_root() / "models"
+
+
+def resolve_model(path: str | os.PathLike | None, default_name: str) -> Path:
+    """``path`` as given if it exists, else a bare name inside :func:`models_dir`."""
+    if path is None or str(path) == "":
+        return models_dir() / default_name
+    path = Path(path)
+    if path.exists() or path.is_absolute():
+        return path
+    return models_dir() / path

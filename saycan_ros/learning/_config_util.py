@@ -1,0 +1,52 @@
+"""Dataclass <-> dict helpers shared by the configurations (unknown keys are errors)."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import typing
+from typing import Any, Mapping, TypeVar
+
+from saycan_ros.config import ConfigError, load_yaml
+
+T = TypeVar("T")
+
+
+def from_dict(cls: type[T], data: Mapping[str, Any] | None, where: str = "") -> T:
+    data = dict(data or {})
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = set(data) - set(fields)
+    if unknown:
+        raise ConfigError(f"{where or cls.__name__}: unknown keys {sorted(unknown)}; "
+                          f"known: {sorted(fields)}")
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for name, value in data.items():
+        sub = hints[name] if dataclasses.is_dataclass(hints[name]) else None
+        if sub is not None and isinstance(value, Mapping):
+            value = from_dict(sub, value, f"{where}.{name}" if where else name)
+        elif isinstance(value, list):
+            value = tuple(value)
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+def to_dict(obj) -> dict:
+    def convert(value):
+        if dataclasses.is_dataclass(value):
+            return {f.name: convert(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(value, (tuple, list)):
+            return [convert(v) for v in value]
+        return value
+    return convert(obj)
+
+
+def fingerprint(data: Mapping) -> str:
+    return hashlib.sha1(json.dumps(data, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def load_section(path, section: str) -> tuple[dict, str]:
+    data, source = load_yaml(path, default_name="learning.yaml")
+    if section not in data or not isinstance(data[section], Mapping):
+        raise ConfigError(f"{source}: missing section {section!r}")
+    return dict(data[section]), source

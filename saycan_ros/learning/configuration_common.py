@@ -1,0 +1,68 @@
+"""Configuration parts shared by the pick policy and its value function
+(``config/learning.yaml``): the network, the augmentation, the optimiser settings, and the
+load / dump of a section."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from saycan_ros.learning._config_util import from_dict, load_section, to_dict
+
+
+@dataclass(frozen=True)
+class FiLMNetConfig:
+    """A small ResNet-style CNN with FiLM conditioning (BC-Z), ending in spatial-softmax
+    keypoints (from the stage before last) and a global average pool (last stage)."""
+    channels: tuple[int, ...] = (16, 32, 64)
+    blocks_per_stage: tuple[int, ...] = (0, 1, 1)   # FiLM residual blocks per stage
+    keypoints: int = 32
+    text_dim: int = 384
+    text_proj: int = 64               # the text embedding also enters the MLP through this
+    state_dim: int = 5                # [ee x, y, z, gripper opening, holding]; 0 = image only
+    hidden: int = 256
+    groups: int = 4                   # GroupNorm groups
+    flatten: int = 0                  # >0: also a linear map of the last stage, reduced to this
+                                      # many channels and flattened (position-aware features)
+    coord_conv: bool = True           # two pixel-coordinate channels appended to the image
+    match_score: bool = False         # also output, per text-queried map: its max and
+                                      # log-mean-exp (is the named object in view?), the
+                                      # attended features (what is there) and its spread
+    text_queries: int = 1             # keypoints whose heat map is queried by the text
+    supervised_keypoints: int = 2     # the first keypoints learn the target's and the
+                                      # gripper's pixel (auxiliary, training only); 0 = none
+    aux_dim: int = 3                  # auxiliary head: target offset from the gripper (0 = none)
+
+
+@dataclass(frozen=True)
+class AugmentConfig:
+    shift: int = 2                    # pad-and-crop: random shift up to this many pixels
+    brightness: float = 0.1           # additive, fraction of full scale
+    contrast: float = 0.15            # multiplicative around the image mean
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimiser settings both trainers use (AdamW, linear warm-up then cosine decay)."""
+    steps: int = 6000
+    batch_size: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    warmup: int = 200
+    threads: int = 1                  # torch threads (1: best on a shared 2-core machine)
+
+
+class SectionConfig:
+    """A top-level section of ``config/learning.yaml`` (``SECTION``) as a frozen dataclass."""
+    SECTION: ClassVar[str] = ""
+
+    @classmethod
+    def from_dict(cls, data):
+        return from_dict(cls, data, cls.SECTION)
+
+    @classmethod
+    def load(cls, path=None):
+        section, _ = load_section(path, cls.SECTION)
+        return cls.from_dict(section)
+
+    def to_dict(self) -> dict:
+        return to_dict(self)

@@ -1,0 +1,116 @@
+"""The BC-Z-style pick policy, scaled to a 96x96 simulator camera and a CPU.
+
+Image (96x96 RGB) -> stem conv (stride 2) -> stages of FiLM residual blocks (each stage after
+the first halves the resolution), every block's output modulated by a scale and shift computed
+from the skill text's sentence embedding (FiLM, as in BC-Z) -> spatial-softmax keypoints of the
+stage before last (x, y per keypoint: where things are, to the pixel) + a global average pool of
+the last stage (what is there) -> MLP with the arm state and a projection of the text embedding
+-> three heads, weighted evenly in the loss: end-effector delta (3, MSE), gripper (open/close,
+cross-entropy) and terminate (no/yes, cross-entropy).
+
+The non-image state (end-effector x, y, z in the base frame, gripper opening, holding) is fed
+to the MLP: the camera shows where the object is relative to the gripper, the state gives the
+arm's height and the hand's condition exactly, which the descend / close / lift phases need.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from saycan_ros.learning.configuration_common import FiLMNetConfig
+from saycan_ros.learning.modeling_common import (  # noqa: F401 - re-exported
+    IMAGE_MEAN, IMAGE_STD, FiLMBlock, FiLMEncoder, FiLMNet, LoadedModel, SpatialSoftmax, TextNorm,
+    augment, cosine_lr, count_parameters, load_checkpoint, normalise_state, preprocess_images,
+    save_checkpoint)
+from saycan_ros.learning.text_encoder import EmbeddingTable
+
+__all__ = ["IMAGE_MEAN", "IMAGE_STD", "FiLMBlock", "FiLMEncoder", "FiLMNet", "SpatialSoftmax",
+           "TextNorm", "augment", "cosine_lr", "count_parameters", "load_checkpoint",
+           "normalise_state", "preprocess_images", "save_checkpoint", "AUX_SCALE", "PIX_SCALE",
+           "BCPolicyNet", "PickPolicy", "bc_loss", "to_actions"]
+
+
+class BCPolicyNet(FiLMNet):
+    def __init__(self, cfg: FiLMNetConfig):
+        super().__init__(cfg)
+        self.mlp = nn.Sequential(nn.Linear(self.trunk_dim, cfg.hidden), nn.ReLU(),
+                                 nn.Linear(cfg.hidden, cfg.hidden), nn.ReLU())
+        self.delta = nn.Linear(cfg.hidden, 3)
+        self.gripper = nn.Linear(cfg.hidden, 2)      # 0 open, 1 close
+        self.terminate = nn.Linear(cfg.hidden, 2)    # 0 continue, 1 terminate
+        self.aux = nn.Linear(cfg.hidden, cfg.aux_dim) if cfg.aux_dim else None
+
+    def forward(self, images, states, text):
+        """images: preprocessed (B,3,H,W); states (B,5) raw; text (B,384)."""
+        h = self.mlp(self.trunk(self.features(images, text), states, text))
+        out = {"delta": self.delta(h), "gripper": self.gripper(h), "terminate": self.terminate(h)}
+        if self.aux is not None:
+            out["aux"] = self.aux(h)
+        if self.cfg.supervised_keypoints and self.encoder.keypoints is not None:
+            out["pix"] = self.encoder.keypoints.pixels(self.cfg.supervised_keypoints, images.shape[-1])
+        return out
+
+
+#: The auxiliary target (privileged, training only) is the target object's offset from the
+#: gripper in the base frame, divided by this (metres).
+AUX_SCALE = 0.1
+
+
+#: Keypoint labels are compared in units of this many pixels.
+PIX_SCALE = 4.0
+
+
+def bc_loss(out: dict, actions: torch.Tensor, aux: torch.Tensor | None = None,
+            aux_weight: float = 0.0, pix: torch.Tensor | None = None) -> tuple[torch.Tensor, dict]:
+    """Evenly weighted: MSE on the delta, cross-entropy on gripper and terminate; plus
+    ``aux_weight`` x (smooth L1 of the target-offset head + smooth L1 of the supervised
+    keypoints: target and gripper pixels) when given."""
+    delta = F.mse_loss(out["delta"], actions[:, :3])
+    grip = F.cross_entropy(out["gripper"], (actions[:, 3] > 0).long())
+    term = F.cross_entropy(out["terminate"], (actions[:, 4] > 0).long())
+    loss = delta + grip + term
+    parts = {"delta": delta.item(), "gripper": grip.item(), "terminate": term.item()}
+    if aux is not None and aux_weight > 0 and "aux" in out:
+        a = F.smooth_l1_loss(out["aux"], (aux / AUX_SCALE).clamp(-5, 5), beta=0.1)   # ~L1: sharp
+        loss = loss + aux_weight * a
+        parts["aux"] = a.item()
+    if pix is not None and aux_weight > 0 and "pix" in out:
+        k = out["pix"].shape[1]
+        a = F.smooth_l1_loss(out["pix"] / PIX_SCALE, pix[:, :k] / PIX_SCALE, beta=0.25)
+        loss = loss + aux_weight * a
+        parts["pix"] = a.item()
+    return loss, parts
+
+
+def to_actions(out: dict) -> np.ndarray:
+    """Network outputs -> env actions [dx, dy, dz, gripper, terminate] in [-1, 1]."""
+    delta = out["delta"].clamp(-1.0, 1.0)
+    grip = torch.where(out["gripper"].argmax(1) == 1, 1.0, -1.0)
+    term = torch.where(out["terminate"].argmax(1) == 1, 1.0, -1.0)
+    return torch.cat([delta, grip[:, None], term[:, None]], dim=1).numpy().astype(np.float32)
+
+
+class PickPolicy(LoadedModel):
+    """The trained policy at run time: ``act(obs)`` or batched ``__call__(images, states, skills)``
+    (the :data:`saycan_ros.learning.data.PolicyFn` signature)."""
+
+    def __init__(self, net: BCPolicyNet, embeddings: EmbeddingTable, meta: dict | None = None):
+        super().__init__(net, embeddings, meta)
+
+    @torch.no_grad()
+    def __call__(self, images: np.ndarray, states: np.ndarray, skills: Sequence[str]) -> np.ndarray:
+        return to_actions(self.net(*self.tensors(images, states, skills)))
+
+    def act(self, obs: dict) -> np.ndarray:
+        return self(obs["image"][None], obs["state"][None], [obs["skill"]])[0]
+
+    def save(self, path, extra: dict | None = None) -> None:
+        save_checkpoint(path, "bc_pick", self.net, self.embeddings, extra)
+
+    @classmethod
+    def load(cls, path) -> "PickPolicy":
+        return cls(*cls.load_net(path, "bc_pick", BCPolicyNet))

@@ -1,0 +1,300 @@
+"""What the pick policy and its value function share: the FiLM-conditioned CNN encoder
+(BC-Z), the trunk that joins its features with the arm state and the skill text, input
+preprocessing and augmentation, checkpoints, and the learning-rate schedule.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from saycan_ros.learning.configuration_common import AugmentConfig, FiLMNetConfig
+from saycan_ros.learning.text_encoder import EmbeddingTable
+
+IMAGE_MEAN, IMAGE_STD = 0.5, 0.25
+#: Normalisation of the state vector [ee x, y, z, opening, holding] (roughly zero-mean, unit).
+STATE_MEAN = torch.tensor([0.6, 0.0, 1.0, 0.5, 0.5])
+STATE_SCALE = torch.tensor([0.3, 0.3, 0.2, 0.5, 0.5])
+
+
+class FiLMBlock(nn.Module):
+    """conv-GN-ReLU-conv-GN, FiLM (x * (1 + gamma) + beta), residual, ReLU."""
+
+    def __init__(self, channels: int, groups: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.norm1 = nn.GroupNorm(groups, channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.norm2 = nn.GroupNorm(groups, channels)
+
+    def forward(self, x, gamma, beta):
+        h = F.relu(self.norm1(self.conv1(x)))
+        h = self.norm2(self.conv2(h))
+        h = h * (1.0 + gamma[:, :, None, None]) + beta[:, :, None, None]
+        return F.relu(x + h)
+
+
+class SpatialSoftmax(nn.Module):
+    """Expected (x, y) in [-1, 1] of each channel's softmax over the image: keypoints.
+
+    The first ``queries`` keypoints are text-queried: their heat map is the dot product of the
+    features with a query vector computed from the skill text (attention: "where is the thing
+    the instruction names"); the rest come from a 1x1 convolution."""
+
+    def __init__(self, channels: int, keypoints: int, queries: int = 0, text_dim: int = 384):
+        super().__init__()
+        self.queries = queries
+        self.proj = nn.Conv2d(channels, keypoints - queries, 1) if keypoints > queries else None
+        self.query = nn.Linear(text_dim, queries * channels) if queries else None
+        self.channels = channels
+        self.log_temperature = nn.Parameter(torch.zeros(()))
+
+    def forward(self, x, text=None):
+        maps = []
+        if self.query is not None:
+            q = self.query(text).view(x.shape[0], self.queries, self.channels)
+            maps.append(torch.einsum("bqc,bchw->bqhw", q, x) / math.sqrt(self.channels))
+        if self.proj is not None:
+            maps.append(self.proj(x))
+        h = torch.cat(maps, dim=1)
+        if self.queries:
+            # How well the best image location matches the text: high when the named object
+            # is in view (used by the value network, see FiLMNetConfig.match_score).
+            q = h[:, :self.queries].flatten(2)
+            self.match = torch.cat([q.amax(-1), q.logsumexp(-1) - math.log(q.shape[-1])], dim=1)
+        n, k, height, width = h.shape
+        p = F.softmax(h.flatten(2) / self.log_temperature.exp(), dim=-1).view(n, k, height, width)
+        xs = torch.linspace(-1.0, 1.0, width, device=x.device, dtype=x.dtype)
+        ys = torch.linspace(-1.0, 1.0, height, device=x.device, dtype=x.dtype)
+        kx = (p.sum(2) * xs).sum(-1)
+        ky = (p.sum(3) * ys).sum(-1)
+        if self.queries:
+            # ... what the text-queried keypoints landed on, and how spread their maps are.
+            pq = p[:, :self.queries]
+            attended = torch.einsum("bqhw,bchw->bqc", pq, x).flatten(1)
+            sx = ((pq.sum(2) * xs ** 2).sum(-1) - kx[:, :self.queries] ** 2).clamp_min(0).sqrt()
+            sy = ((pq.sum(3) * ys ** 2).sum(-1) - ky[:, :self.queries] ** 2).clamp_min(0).sqrt()
+            self.match = torch.cat([self.match, attended, sx, sy], dim=1)
+        self.last = (kx, ky, width)
+        return torch.cat([kx, ky], dim=1)
+
+    def pixels(self, count: int, image_width: int) -> torch.Tensor:
+        """(B, 2 * count): (u, v) in input-image pixels of the first ``count`` keypoints of the
+        last forward pass (cell centres of the feature map, continuous pixel coordinates)."""
+        kx, ky, width = self.last
+        stride = image_width / width
+        to_px = lambda k: ((k + 1) / 2 * (width - 1) + 0.5) * stride  # noqa: E731
+        return torch.stack([to_px(kx[:, :count]), to_px(ky[:, :count])], dim=2).flatten(1)
+
+
+class FiLMEncoder(nn.Module):
+    """Image + text embedding -> feature vector (keypoints, pooled features)."""
+
+    def __init__(self, cfg: FiLMNetConfig):
+        super().__init__()
+        ch = tuple(cfg.channels)
+        self.coord_conv = bool(cfg.coord_conv)
+        self.stem = nn.Sequential(nn.Conv2d(3 + 2 * self.coord_conv, ch[0], 5, stride=2, padding=2, bias=False),
+                                  nn.GroupNorm(cfg.groups, ch[0]), nn.ReLU())
+        self.downs = nn.ModuleList(
+            nn.Sequential(nn.Conv2d(ch[i - 1], ch[i], 3, stride=2, padding=1, bias=False),
+                          nn.GroupNorm(cfg.groups, ch[i]), nn.ReLU())
+            for i in range(1, len(ch)))
+        per_stage = cfg.blocks_per_stage
+        per_stage = (tuple(per_stage) if isinstance(per_stage, (tuple, list))
+                     else (int(per_stage),) * len(ch))
+        if len(per_stage) != len(ch) or sum(per_stage) == 0:
+            raise ValueError(f"blocks_per_stage {per_stage} does not fit channels {ch}")
+        self.blocks = nn.ModuleList(
+            nn.ModuleList(FiLMBlock(c, cfg.groups) for _ in range(n)) for c, n in zip(ch, per_stage))
+        self.film_sizes = [c for c, n in zip(ch, per_stage) for _ in range(n)]
+        self.film = nn.Linear(cfg.text_dim, 2 * sum(self.film_sizes))
+        nn.init.zeros_(self.film.weight)      # start as the identity modulation
+        nn.init.zeros_(self.film.bias)
+        self.keypoints = (SpatialSoftmax(ch[-2] if len(ch) > 1 else ch[-1], cfg.keypoints,
+                                         cfg.text_queries, cfg.text_dim)
+                          if cfg.keypoints else None)
+        self.flatten = None
+        flat_dim = 0
+        if cfg.flatten:
+            side = 96 // (2 ** len(ch))                 # the last stage's resolution at 96x96
+            self.flatten = nn.Sequential(nn.Conv2d(ch[-1], cfg.flatten, 1), nn.ReLU(), nn.Flatten(),
+                                         nn.Linear(cfg.flatten * side * side, cfg.hidden), nn.ReLU())
+            flat_dim = cfg.hidden
+        self.match_score = bool(cfg.match_score and cfg.keypoints and cfg.text_queries)
+        keyed_channels = ch[-2] if len(ch) > 1 else ch[-1]
+        self.out_dim = (2 * cfg.keypoints * (cfg.keypoints > 0) + ch[-1] + flat_dim
+                        + (4 + keyed_channels) * cfg.text_queries * self.match_score)
+
+    def forward(self, image, text):
+        film = self.film(text).split([s for c in self.film_sizes for s in (c, c)], dim=1)
+        if self.coord_conv:
+            n, _, h, w = image.shape
+            ys = torch.linspace(-1.0, 1.0, h, dtype=image.dtype).view(1, 1, h, 1).expand(n, 1, h, w)
+            xs = torch.linspace(-1.0, 1.0, w, dtype=image.dtype).view(1, 1, 1, w).expand(n, 1, h, w)
+            image = torch.cat([image, xs, ys], dim=1)
+        x = self.stem(image)
+        k = 0
+        keyed = None
+        for stage, blocks in enumerate(self.blocks):
+            if stage > 0:
+                x = self.downs[stage - 1](x)
+            for block in blocks:
+                x = block(x, film[2 * k], film[2 * k + 1])
+                k += 1
+            if stage == len(self.blocks) - 2:
+                keyed = x
+        keyed = x if keyed is None else keyed
+        parts = [x.mean(dim=(2, 3))]
+        if self.keypoints is not None:
+            parts.append(self.keypoints(keyed, text))
+            if self.match_score:
+                parts.append(self.keypoints.match)
+        if self.flatten is not None:
+            parts.append(self.flatten(x))
+        return torch.cat(parts, dim=1)
+
+
+def preprocess_images(images: torch.Tensor) -> torch.Tensor:
+    """uint8 (B,H,W,3) or float (B,3,H,W) in [0,1] -> normalised float (B,3,H,W)."""
+    if images.dtype == torch.uint8:
+        images = images.permute(0, 3, 1, 2).float() / 255.0
+    return (images - IMAGE_MEAN) / IMAGE_STD
+
+
+def normalise_state(state: torch.Tensor) -> torch.Tensor:
+    return (state - STATE_MEAN.to(state)) / STATE_SCALE.to(state)
+
+
+def augment(images: torch.Tensor, cfg: AugmentConfig, generator: torch.Generator | None = None,
+            return_shift: bool = False):
+    """uint8 (B,H,W,3) -> augmented float (B,3,H,W) in [0,1]: pad-and-crop shift (the field of
+    view is kept), brightness and contrast, per image. With ``return_shift`` also the (B, 2)
+    pixel shift (du, dv) of the image content."""
+    x = images.permute(0, 3, 1, 2).float() / 255.0
+    n, _, h, w = x.shape
+    shift = torch.zeros(n, 2)
+    if cfg.shift > 0:
+        s = int(cfg.shift)
+        padded = F.pad(x, (s, s, s, s), mode="replicate")
+        offsets = torch.randint(0, 2 * s + 1, (n, 2), generator=generator)
+        x = torch.stack([padded[i, :, r:r + h, c:c + w] for i, (r, c) in enumerate(offsets.tolist())])
+        shift = (s - offsets).flip(1).float()          # content moves by (s - col, s - row)
+    if cfg.contrast > 0:
+        c = 1.0 + (torch.rand(n, 1, 1, 1, generator=generator) * 2 - 1) * cfg.contrast
+        mean = x.mean(dim=(1, 2, 3), keepdim=True)
+        x = (x - mean) * c + mean
+    if cfg.brightness > 0:
+        x = x + (torch.rand(n, 1, 1, 1, generator=generator) * 2 - 1) * cfg.brightness
+    x = x.clamp(0.0, 1.0)
+    return (x, shift) if return_shift else x
+
+
+class TextNorm(nn.Module):
+    """Centre and scale the sentence embeddings with statistics of the training skills, so the
+    small differences between "pick up the coke can" and "pick up the pepsi can" (cosine ~0.9)
+    are what the FiLM generator sees. Buffers: saved with the weights."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(dim))
+        self.register_buffer("scale", torch.ones(()))
+
+    def fit(self, embeddings: torch.Tensor) -> None:
+        mean = embeddings.mean(0)
+        rms = (embeddings - mean).pow(2).sum(1).mean().sqrt().clamp_min(1e-6)
+        self.mean.copy_(mean)
+        self.scale.copy_(1.0 / rms)
+
+    def forward(self, text):
+        return (text - self.mean) * self.scale
+
+
+class FiLMNet(nn.Module):
+    """The shared trunk: FiLM encoder of the image (conditioned on the normalised skill text),
+    the normalised arm state and a projection of the text, concatenated (``trunk_dim`` wide).
+    Subclasses add their MLP and heads."""
+
+    def __init__(self, cfg: FiLMNetConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.text_norm = TextNorm(cfg.text_dim)
+        self.encoder = FiLMEncoder(cfg)
+        self.text_proj = nn.Linear(cfg.text_dim, cfg.text_proj)
+        self.trunk_dim = self.encoder.out_dim + cfg.state_dim + cfg.text_proj
+
+    def features(self, images, text):
+        """The FiLM-conditioned visual features (raw text embedding in)."""
+        return self.encoder(images, self.text_norm(text))
+
+    def trunk(self, features, states, text):
+        """features from :meth:`features`, states (B,5) raw, text (B,384) raw -> (B, trunk_dim)."""
+        parts = [features]
+        if self.cfg.state_dim:
+            parts.append(normalise_state(states[:, :self.cfg.state_dim]))
+        parts.append(F.relu(self.text_proj(self.text_norm(text))))
+        return torch.cat(parts, dim=1)
+
+
+class LoadedModel:
+    """Run-time wrapper of a trained network and the text embeddings of its skills."""
+
+    def __init__(self, net: nn.Module, embeddings: EmbeddingTable, meta: dict | None = None):
+        self.net = net.eval()
+        self.embeddings = embeddings
+        self.meta = meta or {}
+
+    def tensors(self, images: np.ndarray, states: np.ndarray, skills: Sequence[str]):
+        """(B,H,W,3) uint8, (B,5), B skill texts -> the network's input tensors."""
+        img = preprocess_images(torch.as_tensor(np.ascontiguousarray(images)))
+        st = torch.as_tensor(np.asarray(states, np.float32))
+        txt = torch.as_tensor(self.embeddings(list(skills)))
+        return img, st, txt
+
+    @staticmethod
+    def load_net(path, kind: str, net_class) -> tuple[nn.Module, EmbeddingTable, dict]:
+        ckpt = load_checkpoint(path, kind)
+        net = net_class(FiLMNetConfig(**_tuples(ckpt["model_config"])))
+        net.load_state_dict({k: v.float() for k, v in ckpt["state_dict"].items()})
+        embeddings = EmbeddingTable(ckpt["texts"], ckpt["embeddings"].float().numpy())
+        return net, embeddings, ckpt.get("meta", {})
+
+
+# -- checkpoints -----------------------------------------------------------------------------------
+def _tuples(d: dict) -> dict:
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+
+
+def save_checkpoint(path, kind: str, net: nn.Module, embeddings: EmbeddingTable,
+                    extra: dict | None = None) -> None:
+    """Weights in float16 (a few hundred kB), the model config, the text embeddings of every
+    trained skill, and ``extra`` (JSON-able) — loadable with ``torch.load(weights_only=True)``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {k: (v.half() if v.is_floating_point() else v) for k, v in net.state_dict().items()}
+    torch.save({"kind": kind, "model_config": dataclasses.asdict(net.cfg), "state_dict": state,
+                "texts": embeddings.texts, "embeddings": torch.as_tensor(embeddings.matrix()).half(),
+                "meta": dict(extra or {})}, path)
+
+
+def load_checkpoint(path, kind: str) -> dict:
+    ckpt = torch.load(Path(path), map_location="cpu", weights_only=True)
+    if ckpt.get("kind") != kind:
+        raise ValueError(f"{path}: not a {kind} checkpoint (kind {ckpt.get('kind')!r})")
+    return ckpt
+
+
+def count_parameters(net: nn.Module) -> int:
+    return sum(p.numel() for p in net.parameters())
+
+
+def cosine_lr(step: int, total: int, warmup: int) -> float:
+    if step < warmup:
+        return (step + 1) / warmup
+    return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / max(1, total - warmup))))

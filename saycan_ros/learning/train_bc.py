@@ -1,0 +1,214 @@
+"""``saycan train bc``: behaviour cloning of the pick policy from noise-injected expert
+demonstrations (plus optional DAgger rounds), reproducible from a seed.
+
+    saycan train bc [--config config/learning.yaml] [--seed 0] [--out models/bc_pick.pt]
+
+Writes the weights (``.pt``) and a record (``.json``: data, config, seed, timings, metrics).
+"""
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from saycan_ros.learning import resolve_model
+from saycan_ros.learning.configuration_bc import BCConfig
+
+DEFAULT_OUT = "bc_pick.pt"
+
+
+def _demo_spec(cfg: BCConfig) -> dict:
+    d = cfg.data
+    return {"episodes": d.episodes, "seed_base": d.seed_base, "noise": list(d.noise),
+            "distractors": list(d.distractors), "image_size": d.image_size,
+            "undershoot": d.undershoot}
+
+
+def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None = None,
+             progress: bool = True, log: Callable[[str], None] = print) -> dict:
+    """Train the policy; returns the record written next to the weights."""
+    import torch
+    from tqdm import tqdm
+
+    from saycan_ros.learning import data as D
+    from saycan_ros.learning.modeling_bc import (BCPolicyNet, PickPolicy, augment, bc_loss,
+                                                 count_parameters, cosine_lr)
+    from saycan_ros.learning.text_encoder import ENCODER_NAME, EmbeddingTable
+
+    cfg = BCConfig.load(config_path)
+    if overrides:
+        merged = cfg.to_dict()
+        for key, value in overrides.items():          # "train.steps": 100
+            section, name = key.split(".")
+            merged[section][name] = value
+        cfg = BCConfig.from_dict(merged)
+    out = resolve_model(out, DEFAULT_OUT)
+    torch.set_num_threads(cfg.train.threads)
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    t_start = time.time()
+
+    d = cfg.data
+    demos = D.cached("bc_demos", _demo_spec(cfg), lambda: D.collect_demos(
+        d.episodes, d.seed_base, tuple(d.noise), tuple(d.distractors), d.image_size, progress,
+        d.undershoot),
+        log=log)
+    t_data = time.time() - t_start
+    texts = [str(t) for t in demos["skill_texts"]]
+    table = EmbeddingTable.for_texts(texts)
+    text_matrix = torch.as_tensor(table(texts))
+    images = torch.from_numpy(demos["images"])
+    states = torch.from_numpy(demos["states"])
+    actions = torch.from_numpy(demos["actions"])
+    aux = torch.from_numpy(demos["aux"])
+    pix = torch.from_numpy(demos["pix"])
+    skill_index = torch.from_numpy(demos["skill_index"].astype(np.int64))
+    log(f"demonstrations: {int(demos['ep_seed'].size)} episodes, {len(images)} frames, expert "
+        f"success under noise {demos['ep_success'].mean():.1%} ({t_data:.0f} s)")
+
+    oversample = dict(cfg.train.oversample)
+    weights = frame_weights(texts, skill_index, oversample)
+    if oversample:
+        log(f"oversampling {oversample}: "
+            + ", ".join(f"{t.removeprefix('pick up the ')} x{w:g}"
+                        for t, w in zip(texts, object_weights(texts, oversample)) if w != 1.0))
+
+    net = BCPolicyNet(cfg.model)
+    net.text_norm.fit(text_matrix)
+    opt = torch.optim.AdamW(net.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay)
+    tc = cfg.train
+    dagger_at = set()
+    if cfg.dagger.rounds:
+        dg = cfg.dagger
+        dagger_at = {int(tc.steps * (dg.start + (1 - dg.start) * r / dg.rounds)) for r in range(dg.rounds)}
+    history, dagger_log = [], []
+    running = None
+    t_train = time.time()
+    bar = tqdm(range(tc.steps), desc="train bc", disable=not progress, mininterval=2)
+    for step in bar:
+        if step in dagger_at:
+            net.eval()
+            r = len(dagger_log)
+            specs = D.feasible_starts(D.pick_objects(), max(1, cfg.dagger.episodes // 15),
+                                      cfg.dagger.seed_base + 100_000 * r)
+            policy = PickPolicy(net, table)
+            roll = D.rollout(policy, specs, record=True, expert_labels=True,
+                             noise=tuple(cfg.dagger.noise), progress=progress, desc=f"dagger {r + 1}",
+                             undershoot=d.undershoot)
+            st = roll.steps
+            index = {t: i for i, t in enumerate(texts)}
+            images = torch.cat([images, torch.from_numpy(st["images"])])
+            states = torch.cat([states, torch.from_numpy(st["states"])])
+            actions = torch.cat([actions, torch.from_numpy(st["labels"])])
+            aux = torch.cat([aux, torch.from_numpy(st["aux"])])
+            pix = torch.cat([pix, torch.from_numpy(st["pix"])])
+            skill_index = torch.cat([skill_index, torch.as_tensor([index[s] for s in st["skills"]])])
+            dagger_log.append({"step": step, "episodes": len(specs), "frames": int(len(st["states"])),
+                               "success_rate": float(roll.success.mean())})
+            log(f"dagger round {r + 1}: policy success {roll.success.mean():.1%} on {len(specs)} "
+                f"episodes; dataset now {len(images)} frames")
+            net.train()
+        for group in opt.param_groups:
+            group["lr"] = tc.lr * cosine_lr(step, tc.steps, tc.warmup)
+        if weights is None:
+            idx = torch.randint(0, len(images), (tc.batch_size,), generator=gen)
+        else:
+            if len(weights) != len(images):          # DAgger frames were added
+                weights = frame_weights(texts, skill_index, oversample)
+            idx = torch.multinomial(weights, tc.batch_size, replacement=True, generator=gen)
+        x, shift = augment(images[idx], cfg.augment, gen, return_shift=True)
+        x = (x - 0.5) / 0.25
+        out_ = net(x, states[idx], text_matrix[skill_index[idx]])
+        loss, parts = bc_loss(out_, actions[idx], aux[idx], tc.aux_weight,
+                              pix[idx] + shift.repeat(1, 2))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        running = parts if running is None else {k: 0.98 * running[k] + 0.02 * v for k, v in parts.items()}
+        if step % 100 == 0 or step == tc.steps - 1:
+            bar.set_postfix({k: f"{v:.3f}" for k, v in running.items()})
+            history.append({"step": step, **{k: round(v, 5) for k, v in running.items()}})
+    bar.close()
+    t_train = time.time() - t_train
+    net.eval()
+    policy = PickPolicy(net, table)
+    quick = None
+    if tc.eval_episodes_per_object:
+        # A quick check on seeds of the training range (the real evaluation is eval-skill).
+        specs = D.feasible_starts(D.pick_objects(), tc.eval_episodes_per_object, d.seed_base + 5_000_000)
+        roll = D.rollout(policy, specs, progress=progress, desc="quick check")
+        quick = {"episodes": len(specs), "success_rate": float(roll.success.mean())}
+        log(f"quick check (training-range seeds): {roll.success.mean():.1%} of {len(specs)}")
+    record = {
+        "kind": "bc_pick",
+        "weights": out.name,
+        "seed": seed,
+        "config": cfg.to_dict(),
+        "text_encoder": ENCODER_NAME,
+        "skills": texts,
+        "data": {"demonstrations": {**_demo_spec(cfg), "frames": int(len(demos["images"])),
+                                    "env_seeds": [int(demos["ep_seed"].min()), int(demos["ep_seed"].max())],
+                                    "expert_success_under_noise": float(demos["ep_success"].mean())},
+                 "dagger": dagger_log},
+        "model": {"parameters": count_parameters(net)},
+        "training": {"steps": tc.steps, "samples": tc.steps * tc.batch_size,
+                     "data_seconds": round(t_data, 1), "train_seconds": round(t_train, 1),
+                     "total_seconds": round(time.time() - t_start, 1),
+                     "threads": tc.threads, "torch": torch.__version__,
+                     "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+                     "final_losses": history[-1] if history else None, "loss_curve": history[::5]},
+        "metrics": {"quick_check": quick},
+    }
+    policy.save(out, extra={"seed": seed})
+    record["model"]["file_bytes"] = out.stat().st_size
+    write_record(out, record)
+    log(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB) and {out.with_suffix('.json')} "
+        f"in {record['training']['total_seconds']:.0f} s")
+    return record
+
+
+def object_weights(texts, oversample: dict) -> list[float]:
+    """Sampling weight of each skill's frames: ``oversample[shape kind]`` of its object, else 1."""
+    from saycan_ros.kitchen import load_kitchen
+    from saycan_ros.sim.objects import shape_of
+    objects = load_kitchen().objects
+    unknown = set(oversample) - {"cylinder", "sphere", "box"}
+    if unknown:
+        raise ValueError(f"bc.train.oversample: unknown shape kinds {sorted(unknown)}")
+    out = []
+    for text in texts:
+        name = text.removeprefix("pick up the ")
+        out.append(float(oversample.get(shape_of(objects[name]).kind, 1.0)) if name in objects else 1.0)
+    return out
+
+
+def frame_weights(texts, skill_index, oversample: dict):
+    """Per-frame sampling weights (a float tensor), or None when nothing is oversampled."""
+    import torch
+    if not oversample:
+        return None
+    return torch.as_tensor(object_weights(texts, oversample), dtype=torch.float64)[skill_index]
+
+
+def write_record(weights: Path, record: dict) -> Path:
+    path = Path(weights).with_suffix(".json")
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(record, handle, indent=1)
+        handle.write("\n")
+    return path
+
+
+def update_record(weights, section: str, value) -> None:
+    """Set ``metrics[section]`` in the record next to ``weights`` (evaluations add theirs)."""
+    path = Path(weights).with_suffix(".json")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            record = json.load(handle)
+    except (OSError, ValueError):
+        record = {}
+    record.setdefault("metrics", {})[section] = value
+    write_record(path, record)

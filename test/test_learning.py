@@ -1,0 +1,232 @@
+"""The learned pick skill and its affordance (saycan_ros/learning, models/*.pt): the shipped
+weights load and act in the simulator, the value function tells possible picks from impossible
+ones, the calibration math, and that the skill text really conditions the network (FiLM)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from saycan_ros.learning import models_dir  # noqa: E402
+from saycan_ros.learning import data as D  # noqa: E402
+from saycan_ros.learning.modeling_value import (Calibration, auroc,  # noqa: E402
+                                                expected_calibration_error, fit_calibration)
+
+BC = models_dir() / "bc_pick.pt"
+VALUE = models_dir() / "value_pick.pt"
+#: A feasible start (not in any training or evaluation seed range) the shipped policy picks.
+SUCCESS_SPEC = D.StartSpec(seed=4242, object="coke can", location="table")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def policy():
+    from saycan_ros.learning.factory import make_policy
+    return make_policy("bc_pick")
+
+
+@pytest.fixture(scope="module")
+def value():
+    from saycan_ros.learning.factory import make_value
+    return make_value("value_pick")
+
+
+@pytest.fixture(scope="module")
+def env():
+    return D.make_pick_env()
+
+
+def run_episode(env, policy, spec):
+    obs, info = D.reset_to(env, spec)
+    actions = []
+    for _ in range(D.MAX_STEPS):
+        action = policy.act(obs)
+        actions.append(action)
+        obs, reward, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            break
+    return np.array(actions), info, reward
+
+
+# -- the shipped files ---------------------------------------------------------------------------
+@pytest.mark.parametrize("path", [BC, VALUE], ids=["bc", "value"])
+def test_weights_are_small_and_recorded(path):
+    assert path.is_file(), f"missing {path}: run `saycan train ...`"
+    assert path.stat().st_size < 4e6
+    record = json.loads(path.with_suffix(".json").read_text())
+    assert record["weights"] == path.name and "seed" in record and "config" in record
+    assert record["training"]["total_seconds"] > 0
+    if path == VALUE:
+        assert record["v_max"] > record["v_min"]
+        assert record["metrics"]["calibration_fit"]["n"] > 0
+
+
+# -- policy ---------------------------------------------------------------------------------------
+def test_policy_runs_a_real_episode_with_valid_actions(env, policy):
+    actions, info, reward = run_episode(env, policy, D.StartSpec(seed=4243, object="sponge"))
+    assert actions.shape[1] == 5 and np.all(np.isfinite(actions))
+    assert np.all(np.abs(actions) <= 1.0)
+    assert set(np.unique(actions[:, 3:])) <= {-1.0, 1.0}          # gripper, terminate: discrete
+    assert env.action_space.contains(actions[0])
+    assert 1 <= info["steps"] <= D.MAX_STEPS and reward in (0.0, 1.0)
+
+
+def test_policy_picks_up_the_object(env, policy):
+    actions, info, reward = run_episode(env, policy, SUCCESS_SPEC)
+    assert info["success"] and reward == 1.0, info
+    assert info["world"]["holding"] == "coke can"
+
+
+def test_batched_policy_matches_single_calls(env, policy):
+    obs, _ = D.reset_to(env, SUCCESS_SPEC)
+    skills = ["pick up the coke can", "pick up the apple"]
+    batch = policy(np.stack([obs["image"]] * 2), np.stack([obs["state"]] * 2), skills)
+    for i, skill in enumerate(skills):
+        single = policy.act(dict(obs, skill=skill))
+        np.testing.assert_allclose(batch[i], single, atol=1e-5)
+
+
+def test_film_conditioning_changes_outputs_with_the_text(env, policy):
+    obs, _ = D.reset_to(env, D.StartSpec(seed=4244, object="apple", location="table"))
+    from saycan_ros.learning.modeling_bc import preprocess_images
+    net = policy.net
+    img = preprocess_images(torch.as_tensor(obs["image"][None]))
+    texts = ["pick up the apple", "pick up the sponge"]
+    emb = torch.as_tensor(policy.embeddings(texts))
+    with torch.no_grad():
+        film = net.encoder.film(net.text_norm(emb))
+        features = net.encoder(img.repeat(2, 1, 1, 1), net.text_norm(emb))
+        out = net(img.repeat(2, 1, 1, 1), torch.as_tensor(obs["state"][None]).repeat(2, 1), emb)
+    assert film.abs().max() > 0.05                                  # FiLM is in use, not identity
+    assert not torch.allclose(film[0], film[1], atol=1e-3)           # ... and differs per text
+    assert (features[0] - features[1]).abs().max() > 1e-2            # visual features modulated
+    assert (out["delta"][0] - out["delta"][1]).abs().max() > 1e-2     # actions follow the text
+
+
+# -- value / affordance -------------------------------------------------------------------------
+def start_affordance(env, value, spec):
+    obs, _ = D.reset_to(env, spec)
+    return float(value.affordance(obs["image"][None], obs["state"][None], [obs["skill"]])[0])
+
+
+OBJECTS = ["apple", "coke can", "sponge", "orange", "water bottle", "energy bar"]
+
+
+@pytest.mark.parametrize("reason", ["absent", "holding", "out_of_reach", "away"])
+def test_value_is_low_when_the_pick_is_impossible(env, value, reason):
+    """Over a dozen starts (one value network is not right on every single image: an absent
+    apple next to a look-alike grapefruit soda can score 0.6), impossible picks score low."""
+    p = [start_affordance(env, value, D.StartSpec(seed=5000 + i, object=OBJECTS[i % 6],
+                                                 reason=reason)) for i in range(12)]
+    assert np.mean(p) < 0.35 and np.median(p) < 0.3, np.round(p, 2)
+
+
+def test_value_is_high_when_the_object_is_in_reach(env, value):
+    p = [start_affordance(env, value, D.StartSpec(seed=5100 + i, object=OBJECTS[i % 6]))
+         for i in range(12)]
+    assert np.mean(p) > 0.65 and np.median(p) > 0.7, np.round(p, 2)
+
+
+def test_learned_pick_affordance_scores_all_candidates_in_one_pass(env, vocabulary):
+    import saycan_ros.learned_affordance  # noqa: F401 - registers learned_pick
+    from saycan_ros.affordance import (AFFORDANCE_MODELS, AffordanceContext, load_affordance,
+                                       make_affordance_model)
+    from saycan_ros.world import WorldSnapshot
+    assert "learned_pick" in AFFORDANCE_MODELS
+    model = make_affordance_model({"type": "learned_pick"})
+    obs, info = D.reset_to(env, D.StartSpec(seed=5200, object="orange", location="table"))
+    scene = info["world"]["objects"]
+    picks = [s for s in vocabulary.skills if s.kind == "pick"]
+    assert len(picks) == 15
+    state = WorldSnapshot(0, "table", (0.0, 0.0, 0.0), None, scene)
+    context = AffordanceContext(vocabulary.kitchen, state, {"image": obs["image"], "state": obs["state"]})
+    probs, raws = model.evaluate(picks, context)
+    assert model.calls == 1 and probs.shape == raws.shape == (15,)
+    assert np.all((probs >= 0) & (probs <= 1))
+    scorer = load_affordance("affordance_sim.yaml")                  # the config that uses it
+    assert type(scorer.models["pick"]).__name__ == "LearnedPickAffordance"
+    with pytest.raises(ValueError):
+        model.evaluate(picks, AffordanceContext(vocabulary.kitchen, state, None))
+
+
+# -- calibration math -----------------------------------------------------------------------------
+@pytest.mark.xfail(strict=True, reason="known weakness of the shipped value function: with a "
+                   "lime soda and a green tea in view it gives the absent 7up can 0.96 and the "
+                   "water bottle 0.90 (look-alike colours); the mean over absent objects is 0.40")
+def test_absent_look_alikes_score_low_in_one_scene(env, vocabulary):
+    import saycan_ros.learned_affordance  # noqa: F401 - registers learned_pick
+    from saycan_ros.affordance import AffordanceContext, make_affordance_model
+    from saycan_ros.world import WorldSnapshot
+    model = make_affordance_model({"type": "learned_pick"})
+    obs, info = D.reset_to(env, D.StartSpec(seed=5200, object="orange", location="table"))
+    scene = info["world"]["objects"]
+    picks = [s for s in vocabulary.skills if s.kind == "pick"]
+    context = AffordanceContext(vocabulary.kitchen,
+                                WorldSnapshot(0, "table", (0.0, 0.0, 0.0), None, scene),
+                                {"image": obs["image"], "state": obs["state"]})
+    probs, _ = model.evaluate(picks, context)
+    absent = [p for s, p in zip(picks, probs) if s.object not in scene]
+    assert np.mean(absent) < 0.2 and max(absent) < 0.5
+
+
+def test_calibration_formula():
+    cal = Calibration(0.2, 0.5)                                      # the paper's constants
+    np.testing.assert_allclose(cal([0.0, 0.2, 0.35, 0.5, 0.9]), [0.0, 0.0, 0.5, 1.0, 1.0])
+
+
+def test_fit_calibration_recovers_a_linear_squash():
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0, 1, 4000)
+    y = rng.random(4000) < p
+    raw = 0.3 + 0.4 * p                          # the truth squashed into [0.3, 0.7]
+    cal, fit = fit_calibration(raw, y, "brier", grid=81)
+    assert cal.v_min == pytest.approx(0.3, abs=0.03) and cal.v_max == pytest.approx(0.7, abs=0.03)
+    assert fit["ece"] < 0.03
+
+
+def test_ece_and_auroc():
+    assert expected_calibration_error([0.9] * 10, [1] * 9 + [0]) == pytest.approx(0.0)
+    assert expected_calibration_error([1.0, 0.0], [0, 1]) == pytest.approx(1.0)
+    assert auroc([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1]) == pytest.approx(0.75)
+    assert auroc([0.5, 0.5], [0, 1]) == pytest.approx(0.5)
+
+
+def test_skill_result_line():
+    from saycan_ros.learning.evaluate import format_skill_result
+    assert format_skill_result({"skill": "pick", "success": 283, "episodes": 300}) == \
+        "skill pick: success 283/300 (94.3%)"
+
+
+def test_cli_registers_its_commands():
+    import argparse
+
+    from saycan_ros.learning.cli import register_cli
+    from saycan_ros.skills_eval_cli import register_cli as register_eval_skill
+    parser = argparse.ArgumentParser(prog="saycan")
+    sub = parser.add_subparsers(dest="command", required=True)
+    register_cli(sub)
+    register_eval_skill(sub)                                         # pick joins navigate, place
+    args = parser.parse_args(["eval-skill", "pick", "--episodes", "3", "--seed", "1",
+                              "--weights", "x.pt"])
+    assert args.skill == "pick" and args.episodes == 3 and args.seed == 1 and args.weights == "x.pt"
+    assert parser.parse_args(["train", "value", "--seed", "2"]).seed == 2
+    assert parser.parse_args(["eval-value", "--episodes", "10"]).episodes == 10
+    assert parser.parse_args(["eval-skill", "navigate"]).skill == "navigate"
+
+
+def test_saycan_cli_has_the_learning_commands():
+    from saycan_ros.cli import build_parser
+    parser = build_parser()
+    assert parser.parse_args(["train", "bc", "--seed", "3"]).seed == 3
+    assert parser.parse_args(["eval-skill", "pick"]).skill == "pick"
+    assert parser.parse_args(["eval-value"]).png == "docs/value_reliability.png"
