@@ -13,7 +13,6 @@ os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 DOMAIN_ID = int(os.environ.get("SAYCAN_PICK_TEST_DOMAIN_ID") or 90 + os.getpid() % 10)
 
 import json  # noqa: E402
-import signal  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
@@ -25,6 +24,7 @@ import pytest  # noqa: E402
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ros-kilted-rclpy) is not installed")
 
+from saycan_ros.graph import stop_processes  # noqa: E402
 from saycan_ros.pick_policy import learned_pick_available, learned_value_available  # noqa: E402
 
 if not (learned_pick_available() and learned_value_available()):
@@ -125,13 +125,7 @@ class Graph:
         for node in (self.pick, self.affordance, self.client):
             node.destroy_node()
         rclpy.shutdown(context=self.context)
-        if self.sim.poll() is None:
-            self.sim.send_signal(signal.SIGINT)
-            try:
-                self.sim.wait(5)
-            except subprocess.TimeoutExpired:
-                self.sim.kill()
-                self.sim.wait(5)
+        stop_processes([self.sim])          # SIGINT, then kill after 5 s
         self.log.close()
 
 

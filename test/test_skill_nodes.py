@@ -11,7 +11,6 @@ os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 DOMAIN_ID = int(os.environ.get("SAYCAN_SKILL_TEST_DOMAIN_ID") or 81 + os.getpid() % 9)
 
 import json  # noqa: E402
-import signal  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
@@ -27,6 +26,7 @@ from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
+from saycan_ros.graph import stop_processes  # noqa: E402
 from saycan_ros.checker import TimeoutProbe, check_skill_executor  # noqa: E402
 from saycan_ros.config import config_dir  # noqa: E402
 from saycan_ros.nodes.common import call_service  # noqa: E402
@@ -124,13 +124,7 @@ class Graph:
         for node in (self.navigate, self.place, self.client):
             node.destroy_node()
         rclpy.shutdown(context=self.context)
-        if self.sim.poll() is None:
-            self.sim.send_signal(signal.SIGINT)
-            try:
-                self.sim.wait(5)
-            except subprocess.TimeoutExpired:
-                self.sim.kill()
-                self.sim.wait(5)
+        stop_processes([self.sim])          # SIGINT, then kill after 5 s
         self.log.close()
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from saycan_ros.graph import stop_processes
 from saycan_ros.kitchen import Kitchen, load_kitchen
 from saycan_ros.skills import Skill, SkillSet, load_skills
 from saycan_ros.world import SkillOutcome, WorldSnapshot
@@ -194,11 +194,5 @@ class NodeGraphWorld:
             node.destroy_node()
         if self.context.ok():
             rclpy.shutdown(context=self.context)
-        if self.sim.poll() is None:
-            self.sim.send_signal(signal.SIGINT)
-            try:
-                self.sim.wait(5)
-            except subprocess.TimeoutExpired:
-                self.sim.kill()
-                self.sim.wait(5)
+        stop_processes([self.sim])          # SIGINT, then kill after 5 s
         self._log.close()
