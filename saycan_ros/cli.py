@@ -168,6 +168,9 @@ def cmd_eval(args) -> int:
     from saycan_ros.eval_runner import EvalJob, run_jobs
     llm = {"backend": args.backend, "base_url": args.base_url, "threads": args.threads}
     max_failures = args.max_failures
+    if args.jobs < 1 or (max_failures is not None and max_failures < 0):
+        print("saycan eval: --jobs must be >= 1 and --max-failures >= 0", file=sys.stderr)
+        return 2
     if max_failures is None:      # the symbolic world is deterministic: a retry changes nothing
         max_failures = 0 if args.executor == "oracle" else 2
     jobs = [EvalJob(model, strategy, llm, affordance_file or "", args.max_steps, args.executor,

@@ -198,3 +198,11 @@ def test_llm_planner_replans_after_a_failed_skill(vocabulary, resources):
     assert len(scripted.queries) == 2
     assert "I see: green tea, multigrain chips, orange, redbull can." in scripted.queries[0]
     assert planner.strategy.stats()["replans"] == 1
+
+
+@pytest.mark.parametrize("argv", [["--strategies", "magic"], ["--max-failures", "-1"],
+                                  ["--jobs", "0"]])
+def test_eval_cli_rejects_bad_options_before_loading_a_model(argv, capsys):
+    from saycan_ros.cli import main
+    assert main(["eval", "--tasks", "tasks.yaml", "--limit", "1", *argv]) == 2
+    assert "saycan eval:" in capsys.readouterr().err
