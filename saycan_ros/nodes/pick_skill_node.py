@@ -74,10 +74,7 @@ class PickSkillNode(SkillServerNode):
 
     def configure(self) -> None:
         p = self.params
-        names = list(p["joint_names"])
-        if len(names) != 4:
-            raise ValueError(f"joint_names must name lift, yaw, extend and gripper joints, "
-                             f"got {names}")
+        names = self.arm_joint_names()
         if p["holding_from"] not in ("world_state", "gripper"):
             raise ValueError(f"holding_from must be world_state or gripper, got "
                              f"{p['holding_from']!r}")

@@ -50,10 +50,7 @@ class PlaceSkillNode(SkillServerNode):
 
     def configure(self) -> None:
         p = self.params
-        names = list(p["joint_names"])
-        if len(names) != 4:
-            raise ValueError(f"joint_names must name lift, yaw, extend and gripper joints, "
-                             f"got {names}")
+        names = self.arm_joint_names()
         self.arm = ArmModel(joint_names=tuple(names))
         self.controller = PlaceController(self.kitchen, self.arm, PlaceParams())
         self.tf = TransformCache()

@@ -172,6 +172,14 @@ class SkillServerNode(Node):
         """Leave the robot standing still."""
 
     # -- helpers for subclasses ------------------------------------------------------------------
+    def arm_joint_names(self) -> list[str]:
+        """The ``joint_names`` parameter: lift, yaw, extend and gripper joints, in that order."""
+        names = list(self.params["joint_names"])
+        if len(names) != 4:
+            raise ValueError(f"joint_names must name lift, yaw, extend and gripper joints, "
+                             f"got {names}")
+        return names
+
     def create_arm_publishers(self) -> None:
         """The arm's command topics (MoveIt Servo twist, ros2_control gripper and trajectory):
         ``twist_pub``, ``gripper_pub``, ``trajectory_pub``."""
