@@ -149,6 +149,14 @@ def cmd_eval(args) -> int:
         print(f"saycan eval: unknown strategy {unknown or strategies}; known: "
               f"{', '.join(strategy_names())}", file=sys.stderr)
         return 2
+    max_failures = args.max_failures
+    if args.jobs < 1 or (max_failures is not None and max_failures < 0):
+        print("saycan eval: --jobs must be >= 1 and --max-failures >= 0", file=sys.stderr)
+        return 2
+    if args.jobs > 1 and args.executor == "nodes":
+        print("saycan eval: --jobs > 1 runs the oracle or sim executor; the node graph is one "
+              "simulator for the whole run", file=sys.stderr)
+        return 2
     models = args.llm or [args.model]
     world_options, affordance_file = {}, args.affordance
     if args.executor == "sim":      # learned pick + value-function affordances when trained
@@ -167,10 +175,6 @@ def cmd_eval(args) -> int:
               f"affordances {affordance_file or 'affordance.yaml'}", file=sys.stderr)
     from saycan_ros.eval_runner import EvalJob, run_jobs
     llm = {"backend": args.backend, "base_url": args.base_url, "threads": args.threads}
-    max_failures = args.max_failures
-    if args.jobs < 1 or (max_failures is not None and max_failures < 0):
-        print("saycan eval: --jobs must be >= 1 and --max-failures >= 0", file=sys.stderr)
-        return 2
     if max_failures is None:      # the symbolic world is deterministic: a retry changes nothing
         max_failures = 0 if args.executor == "oracle" else 2
     jobs = [EvalJob(model, strategy, llm, affordance_file or "", args.max_steps, args.executor,
@@ -303,7 +307,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="failed skills tolerated per task before the plan ends (default: 0 "
                          "with the oracle, 2 in the simulator, where a grasp can miss)")
     ev.add_argument("--jobs", type=int, default=1,
-                    help="worker processes, one (model, strategy) run each (oracle executor)")
+                    help="worker processes sharing the runs in chunks of tasks (oracle or sim "
+                         "executor; same results as one process)")
     ev.add_argument("--json")
     ev.add_argument("--jsonl", help="append each task's outcome to this file as it finishes")
     ev.add_argument("--limit", type=int, default=0)

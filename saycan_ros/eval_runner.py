@@ -1,8 +1,14 @@
 """Runs the (model, strategy) evaluations of ``saycan eval``: one after the other, or with
-``--jobs N`` in N worker processes (each loads its own model; the oracle executor only), which
-on a 2-core machine halves the wall time of the full table."""
+``--jobs N`` in N worker processes (the oracle or in-process simulator executor; each task's
+world is seeded as in the sequential run, so the results are the same).
+
+In parallel, each run is cut into chunks of consecutive tasks and the chunks are handed out
+longest-first, so the expensive strategies (generative, llm_planner) do not leave one worker
+busy while the other idles; a worker keeps its model loaded from one chunk to the next."""
 from __future__ import annotations
 
+import dataclasses
+import math
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -54,45 +60,90 @@ def _evaluate(job: EvalJob, tasks, vocabulary, scorer, resources, on_task=None,
                     max_failures=job.max_failures)
 
 
-def _worker(job: EvalJob, tasks) -> EvalReport:
-    """One job in a fresh process (spawned: no torch state is shared)."""
+#: The model a worker process holds: (model name, vocabulary, scorer, resources).
+_loaded: tuple | None = None
+
+
+def _worker_model(job: EvalJob) -> tuple:
+    """The worker's vocabulary, scorer and resources for ``job.model``, loaded once per model."""
+    global _loaded
     from saycan_ros.stack import load_vocabulary, make_language_scorer
-    vocabulary = load_vocabulary()
-    scorer = make_language_scorer({**job.llm, "model": job.model}, vocabulary.prompt)
-    try:
-        return _evaluate(job, tasks, vocabulary, scorer,
-                         strategy_resources(vocabulary, scorer, job.seed), progress=False)
-    finally:
-        scorer.backend.close()
+    if _loaded is None or _loaded[0] != (job.model, job.seed):
+        if _loaded is not None:
+            _loaded[2].backend.close()
+        vocabulary = load_vocabulary()
+        scorer = make_language_scorer({**job.llm, "model": job.model}, vocabulary.prompt)
+        _loaded = ((job.model, job.seed), vocabulary, scorer,
+                   strategy_resources(vocabulary, scorer, job.seed))
+    return _loaded[1:]
+
+
+def _worker(job: EvalJob, tasks, start: int) -> EvalReport:
+    """Tasks ``start, start + 1, ...`` of one job in a worker process (spawned: no torch state
+    is shared); world seeds are those the sequential run gives these tasks."""
+    vocabulary, scorer, resources = _worker_model(job)
+    chunk_job = dataclasses.replace(job, seed=job.seed + start)
+    return _evaluate(chunk_job, tasks, vocabulary, scorer, resources, progress=False)
+
+
+def task_chunks(n_tasks: int, workers: int, chunks_per_job: int = 0) -> list[tuple[int, int]]:
+    """[start, stop) ranges cutting ``n_tasks`` into about ``2 * workers`` chunks (at least
+    one task each): small enough to balance the workers, large enough that the per-chunk
+    set-up (a strategy's retrieval pool, caches) stays negligible."""
+    count = max(1, min(n_tasks, chunks_per_job or 2 * workers))
+    size = math.ceil(n_tasks / count)
+    return [(a, min(a + size, n_tasks)) for a in range(0, n_tasks, size)]
 
 
 def run_jobs(jobs: Sequence[EvalJob], tasks, vocabulary, *, workers: int = 1,
              on_task: Callable[[EvalJob, TaskOutcome], Any] | None = None,
-             on_report: Callable[[EvalReport], Any] | None = None) -> list[EvalReport]:
-    """The reports in the order of ``jobs``. ``on_task`` sees each outcome as it finishes in
-    the sequential case; with workers, outcomes arrive per finished job."""
-    if workers <= 1 or len(jobs) <= 1:
+             on_report: Callable[[EvalReport], Any] | None = None,
+             chunks_per_job: int = 0) -> list[EvalReport]:
+    """The reports in the order of ``jobs``, outcomes in the order of ``tasks``. ``on_task``
+    sees each outcome as it finishes in the sequential case; with workers, outcomes arrive per
+    finished chunk, and ``on_report`` is called once a job's last chunk is in."""
+    if workers <= 1 or (len(jobs) <= 1 and len(tasks) <= 1):
         return _run_sequential(jobs, tasks, vocabulary, on_task, on_report)
-    if any(j.executor != "oracle" for j in jobs):
-        raise ValueError("--jobs > 1 needs the oracle executor (one simulator per process)")
+    if any(j.executor == "nodes" for j in jobs):
+        raise ValueError("--jobs > 1 runs in-process worlds only (oracle or sim), not the "
+                         "node graph, which is one simulator for the whole run")
     import multiprocessing
 
     from tqdm import tqdm
-    order = sorted(range(len(jobs)), key=lambda i: -_COST.get(jobs[i].strategy, 2))
+    tasks = list(tasks)
+    chunks = task_chunks(len(tasks), workers, chunks_per_job)
+    # Longest first (LPT), one model after the other so that workers rarely reload.
+    models = list(dict.fromkeys(j.model for j in jobs))
+    units = sorted(((i, a, b) for i in range(len(jobs)) for a, b in chunks),
+                   key=lambda u: (models.index(jobs[u[0]].model),
+                                  -_COST.get(jobs[u[0]].strategy, 2), u[1]))
+    parts: dict[int, dict[int, EvalReport]] = {i: {} for i in range(len(jobs))}
     reports: dict[int, EvalReport] = {}
     with ProcessPoolExecutor(max_workers=workers,
                              mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(_worker, jobs[i], tasks): i for i in order}
-        for future in tqdm(as_completed(futures), total=len(futures), desc="eval jobs",
-                           unit="job"):
-            i = futures[future]
-            reports[i] = future.result()
-            for outcome in reports[i].outcomes:
+        futures = {pool.submit(_worker, jobs[i], tasks[a:b], a): (i, a) for i, a, b in units}
+        for future in tqdm(as_completed(futures), total=len(futures), desc="eval chunks",
+                           unit="chunk"):
+            i, a = futures[future]
+            part = future.result()
+            parts[i][a] = part
+            for outcome in part.outcomes:
                 if on_task:
                     on_task(jobs[i], outcome)
-            if on_report:
-                on_report(reports[i])
+            if len(parts[i]) == len(chunks):
+                reports[i] = _merge(jobs[i], parts[i])
+                if on_report:
+                    on_report(reports[i])
     return [reports[i] for i in range(len(jobs))]
+
+
+def _merge(job: EvalJob, parts: dict[int, EvalReport]) -> EvalReport:
+    """One job's chunk reports as one report, outcomes in task order."""
+    first = next(iter(parts.values()))
+    merged = EvalReport(first.strategy, first.model, first.executor)
+    for start in sorted(parts):
+        merged.outcomes.extend(parts[start].outcomes)
+    return merged
 
 
 def _run_sequential(jobs, tasks, vocabulary, on_task, on_report) -> list[EvalReport]:

@@ -18,6 +18,7 @@ class ValueDataConfig:
     calib_seed_base: int = 30_000_000
     feasible_fraction: float = 0.5
     reasons: tuple[str, ...] = ("absent", "holding", "out_of_reach", "away")
+    distractors: tuple[int, int] = (1, 6)  # other objects at the location (task scenes: up to 6)
     n_envs: int = 16
 
 

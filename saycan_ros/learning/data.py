@@ -26,8 +26,12 @@ import numpy as np
 from saycan_ros.learning import PICK_TEMPLATE, cache_dir
 from saycan_ros.learning._config_util import fingerprint
 
-DATA_VERSION = 3
+DATA_VERSION = 4                      # bump when rendering or the expert change (4: sphere size)
 MAX_STEPS = 50
+#: Other objects beside the target at its location (the task scenes hold up to 7 in all). One
+#: default for demonstrations, rollouts and evaluations: a start re-created with another range
+#: is another scene.
+SCENE_DISTRACTORS = (1, 6)
 #: Why a pick start is impossible. The env's own reasons, plus "away": the robot stands where
 #: no pick location is (the trash can, the user, the middle of the floor): the object is not in view.
 PICK_REASONS = ("absent", "holding", "out_of_reach", "away")
@@ -52,7 +56,7 @@ def pick_skill(obj: str) -> str:
     return PICK_TEMPLATE.format(object=obj)
 
 
-def make_pick_env(image_size: int = 96, distractors: tuple[int, int] = (1, 2)):
+def make_pick_env(image_size: int = 96, distractors: tuple[int, int] = SCENE_DISTRACTORS):
     from saycan_ros.sim.envs import KitchenSkillEnv
     return KitchenSkillEnv("pick", image_size=image_size, distractors=tuple(distractors))
 
@@ -139,7 +143,7 @@ def image_points(env, target: str) -> np.ndarray:
 
 # -- demonstrations ------------------------------------------------------------------------------
 def collect_demos(episodes: int, seed_base: int, noise: tuple[float, float],
-                  distractors=(1, 2), image_size: int = 96, progress: bool = True,
+                  distractors=SCENE_DISTRACTORS, image_size: int = 96, progress: bool = True,
                   undershoot: float = 0.0) -> dict:
     """Expert demonstrations with DART noise injection on object-balanced feasible starts."""
     from tqdm import tqdm
@@ -227,7 +231,7 @@ class Rollouts:
 
 def rollout(policy: PolicyFn, specs: Sequence[StartSpec], n_envs: int = 16, record: bool = False,
             expert_labels: bool = False, noise: tuple[float, float] = (0.0, 0.0),
-            image_size: int = 96, distractors=(1, 2), progress: bool = True,
+            image_size: int = 96, distractors=SCENE_DISTRACTORS, progress: bool = True,
             desc: str = "rollouts", undershoot: float = 0.0) -> Rollouts:
     """Run ``policy`` from every start in ``specs``, ``n_envs`` episodes at a time with one
     batched policy call per step. ``noise``: per-episode DART noise std range on the executed

@@ -1,7 +1,7 @@
 """Evaluations of the learned pick skill and its affordance, on seeds no training run uses.
 
 ``eval_skill_pick``: success of the BC policy on fresh feasible starts (random location,
-1-2 distractors), per object; the last line of ``saycan eval-skill pick`` is
+1-6 distractors, as crowded as the task scenes), per object; the last line of ``saycan eval-skill pick`` is
 ``skill pick: success K/N (P%)``.
 
 ``eval_value``: the calibrated value at the start state against the BC policy's actual outcome
@@ -17,14 +17,16 @@ from typing import Callable
 import numpy as np
 
 from saycan_ros.learning import repo_root, resolve_model
-from saycan_ros.learning.data import EVAL_SEED_BASE
+from saycan_ros.learning.data import EVAL_SEED_BASE, SCENE_DISTRACTORS
 
 SKILL_SEED_OFFSET = 0                  # eval-skill: 900_000_000 + seed * 1_000_000 + k
 VALUE_SEED_OFFSET = 50_000_000         # eval-value: 950_000_000 + seed * 1_000_000 + k
+EVAL_DISTRACTORS = SCENE_DISTRACTORS    # other objects beside the target: as in the task scenes
 
 
 def eval_skill_pick(episodes_per_object: int = 20, seed: int = 0, weights=None, n_envs: int = 16,
                     threads: int = 1, progress: bool = True, record: bool = False,
+                    distractors: tuple[int, int] = EVAL_DISTRACTORS,
                     log: Callable[[str], None] = print) -> dict:
     """Roll the shipped (or given) BC policy out on ``episodes_per_object`` feasible starts
     per object; returns per-object and total success."""
@@ -39,7 +41,8 @@ def eval_skill_pick(episodes_per_object: int = 20, seed: int = 0, weights=None, 
     base = EVAL_SEED_BASE + SKILL_SEED_OFFSET + seed * 1_000_000
     specs = D.feasible_starts(objects, episodes_per_object, base)
     t = time.time()
-    roll = D.rollout(policy, specs, n_envs=n_envs, progress=progress, desc="eval pick")
+    roll = D.rollout(policy, specs, n_envs=n_envs, progress=progress, desc="eval pick",
+                     distractors=tuple(distractors))
     per_object = {}
     for obj in objects:
         m = np.array([s.object == obj for s in specs])
@@ -47,6 +50,7 @@ def eval_skill_pick(episodes_per_object: int = 20, seed: int = 0, weights=None, 
     k, n = int(roll.success.sum()), len(specs)
     result = {"skill": "pick", "weights": path.name, "seed": seed,
               "env_seeds": [base, base + len(specs) - 1], "episodes_per_object": episodes_per_object,
+              "distractors": list(distractors),
               "success": k, "episodes": n, "rate": k / n if n else 0.0,
               "min_object_rate": min(v["success"] / v["episodes"] for v in per_object.values()),
               "mean_length": float(roll.length.mean()),
@@ -74,7 +78,8 @@ def format_skill_result(result: dict) -> str:
 # -- value ---------------------------------------------------------------------------------------
 def eval_value(episodes: int = 600, seed: int = 0, weights=None, policy=None, n_envs: int = 16,
                threads: int = 1, png="docs/value_reliability.png", progress: bool = True,
-               record: bool = False, log: Callable[[str], None] = print) -> dict:
+               record: bool = False, distractors: tuple[int, int] = EVAL_DISTRACTORS,
+               log: Callable[[str], None] = print) -> dict:
     """Calibrated V(s0, skill) against the BC policy's actual success from s0, on held-out
     mixed starts. Writes a reliability diagram to ``png`` (relative to the repository root)."""
     import torch
@@ -98,7 +103,7 @@ def eval_value(episodes: int = 600, seed: int = 0, weights=None, policy=None, n_
     base = EVAL_SEED_BASE + VALUE_SEED_OFFSET + seed * 1_000_000
     specs = D.mixed_starts(episodes, base, fraction, reasons)
     t = time.time()
-    env = D.make_pick_env()
+    env = D.make_pick_env(distractors=tuple(distractors))
     images, states, skills = [], [], []
     for spec in specs:
         obs, _ = D.reset_to(env, spec)
@@ -109,7 +114,8 @@ def eval_value(episodes: int = 600, seed: int = 0, weights=None, policy=None, n_
     raw = np.concatenate([value.raw(images[i:i + 256], states[i:i + 256], skills[i:i + 256])
                           for i in range(0, len(skills), 256)])
     p = value.calibration(raw)
-    roll = D.rollout(bc, specs, n_envs=n_envs, progress=progress, desc="eval value")
+    roll = D.rollout(bc, specs, n_envs=n_envs, progress=progress, desc="eval value",
+                     distractors=tuple(distractors))
     y = roll.success.astype(float)
     reason = np.array([s.reason or "feasible" for s in specs])
     by_start = {}
@@ -122,7 +128,7 @@ def eval_value(episodes: int = 600, seed: int = 0, weights=None, policy=None, n_
     feas = reason == "feasible"
     result = {"weights": vpath.name, "policy": ppath.name, "seed": seed,
               "env_seeds": [base, base + len(specs) - 1], "episodes": len(specs),
-              "bc_success": int(y.sum()),
+              "distractors": list(distractors), "bc_success": int(y.sum()),
               "v_min": value.calibration.v_min, "v_max": value.calibration.v_max,
               "auroc": auroc(p, y), "auroc_raw": auroc(raw, y),
               "ece": expected_calibration_error(p, y), "brier": brier(p, y), "log_loss": log_loss(p, y),

@@ -2,8 +2,10 @@
 text: all-MiniLM-L6-v2 (384-d, L2-normalised), standing in for the paper's Universal Sentence
 Encoder.
 
-It is never run per step: embeddings are computed once per distinct text, cached on disk
-(``<cache_dir>/text_embeddings.json``), and the embeddings of every skill a model was trained
+It is never run per step: embeddings are computed once per distinct text and kept in memory;
+fixed texts (skill names) are also cached on disk (``<cache_dir>/text_embeddings.json``, read
+once per process), while one-off texts (instructions, generated steps) are not, so the file
+stays small; and the embeddings of every skill a model was trained
 on are stored inside its checkpoint, so loading a model and scoring the known skills needs
 neither sentence-transformers nor the encoder's weights. Only a text the checkpoint has never
 seen loads the encoder (once per process).
@@ -26,6 +28,7 @@ EMBED_DIM = 384
 _lock = threading.Lock()
 _model = None
 _memory: dict[str, np.ndarray] = {}
+_disk: dict[str, list[float]] | None = None    # the disk cache, read on first need
 
 
 def _load_model():
@@ -43,6 +46,13 @@ def _cache_file():
 
 
 def _read_disk_cache() -> dict[str, list[float]]:
+    global _disk
+    if _disk is None:
+        _disk = _load_disk_cache()
+    return _disk
+
+
+def _load_disk_cache() -> dict[str, list[float]]:
     try:
         with open(_cache_file(), encoding="utf-8") as handle:
             data = json.load(handle)
@@ -59,6 +69,7 @@ def _write_disk_cache(entries: dict[str, list[float]]) -> None:
     except (OSError, ValueError):
         data = {}
     data.setdefault(ENCODER_NAME, {}).update(entries)
+    _read_disk_cache().update(entries)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
         json.dump(data, handle)
@@ -66,7 +77,10 @@ def _write_disk_cache(entries: dict[str, list[float]]) -> None:
 
 
 def embed_texts(texts: Sequence[str], use_cache: bool = True) -> np.ndarray:
-    """(len(texts), 384) float32 embeddings, L2-normalised."""
+    """(len(texts), 384) float32 embeddings, L2-normalised.
+
+    use_cache: also look the texts up in, and add them to, the disk cache (for fixed texts
+    such as skill names; leave it off for one-off texts)."""
     texts = list(texts)
     with _lock:
         missing = [t for t in dict.fromkeys(texts) if t not in _memory]
@@ -104,8 +118,8 @@ class EmbeddingTable:
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self.table]
-        if missing:
-            for t, v in zip(missing, embed_texts(missing)):
+        if missing:   # texts the checkpoint was not trained on: one-off, not worth the disk
+            for t, v in zip(missing, embed_texts(missing, use_cache=False)):
                 self.table[t] = v
         return np.stack([self.table[t] for t in texts])
 

@@ -142,10 +142,11 @@ class Camera:
             for obj, a, b in spans:
                 if cam[a:b, 2].min() > NEAR:
                     dist = (obj.x - eye[0]) ** 2 + (obj.y - eye[1]) ** 2
-                    groups.setdefault(obj.location, []).append((-dist, obj.name, px[a:b]))
+                    groups.setdefault(obj.location, []).append(
+                        (-dist, obj.name, px[a:b], float(cam[a, 2])))
 
-        for _, name, px in sorted(groups.get("floor", ())):
-            self._draw_object(name, px, palette)
+        for _, name, opx, depth in sorted(groups.get("floor", ()), key=_far_first):
+            self._draw_object(name, opx, palette, depth)
         cam, px = self._project(self._vertices)
         sides, tops = self._visible_faces(cam, px, eye)
         furniture = range(self._walls, len(self._boxes))
@@ -169,8 +170,8 @@ class Camera:
                     self._polygon(px[idx], top)
             if i >= self._walls and box.contains(ee[0], ee[1]):
                 self._draw_shadow(ee, box.height, palette)
-            for _, name, opx in sorted(groups.get(box.name, ())):
-                self._draw_object(name, opx, palette)
+            for _, name, opx, depth in sorted(groups.get(box.name, ()), key=_far_first):
+                self._draw_object(name, opx, palette, depth)
         self._draw_arm(palette)
         return self._frame
 
@@ -212,7 +213,7 @@ class Camera:
         if cached is not None and cached[0] == key:
             return cached[1]
         shape = obj.shape
-        if shape.kind == "sphere":   # centre, a point on the rim, the stalk
+        if shape.kind == "sphere":   # centre, top, the stalk
             pts = np.array([[obj.x, obj.y, obj.z + shape.height / 2],
                             [obj.x, obj.y, obj.z + shape.height],
                             [obj.x, obj.y, obj.z + shape.height + 0.012]])
@@ -231,10 +232,13 @@ class Camera:
         self._shapes[obj.name] = (key, pts)
         return pts
 
-    def _draw_object(self, name: str, px: np.ndarray, palette) -> None:
+    def _draw_object(self, name: str, px: np.ndarray, palette, depth: float) -> None:
+        """Draw one object from its projected points; depth: its first point's camera z."""
         body, side, band = palette[name]
-        if len(px) == 3:          # a sphere: radius from centre to rim
-            r = int(math.hypot(*(px[1] - px[0])) * 1.0)
+        if len(px) == 3:          # a sphere: its silhouette radius is f·R/z from any side
+            # (centre-to-top in the image would shrink with the camera's downward pitch)
+            radius = self.world.objects[name].shape.height / 2
+            r = int(round(self.f * radius / max(depth, NEAR) * SCALE))
             cv2.circle(self._frame, (int(px[0][0]), int(px[0][1])), max(r, SCALE // 2), body,
                        -1, cv2.LINE_AA, SHIFT)
             cv2.line(self._frame, (int(px[1][0]), int(px[1][1])), (int(px[2][0]), int(px[2][1])),
@@ -281,7 +285,7 @@ class Camera:
             held = world.objects[world.held]
             hcam, hpx = self._project(self._object_points(held))
             if hcam[:, 2].min() > NEAR:
-                self._draw_object(held.name, hpx, palette)
+                self._draw_object(held.name, hpx, palette, float(hcam[0, 2]))
         for a, b_ in ((2, 10), (10, 18), (18, 26)):
             if cam[a:b_, 2].min() > NEAR:
                 self._hull(px[a:b_], palette["gripper"])
@@ -300,6 +304,11 @@ class Camera:
                 palette[name] = (lit(colour), lit(tuple(0.7 * c for c in colour)), lit(obj.band))
             self._palette, self._palette_of = palette, appearance
         return self._palette
+
+
+def _far_first(entry) -> tuple:
+    """Painter's order of (−distance, name, pixels, depth) entries: far first, ties by name."""
+    return entry[0], entry[1]
 
 
 def _box_distance(box, eye) -> float:

@@ -23,9 +23,12 @@ Embedder = Callable[[Sequence[str]], np.ndarray]
 
 
 def minilm_embedder() -> Embedder:
-    """all-MiniLM-L6-v2 (offline wheel), memoised per text: the translation and retrieval LM."""
+    """all-MiniLM-L6-v2 (offline wheel), memoised per text in memory: the translation and
+    retrieval LM. Generated steps are one-off texts: they never touch the disk cache."""
+    from functools import partial
+
     from saycan_ros.learning.text_encoder import embed_texts
-    return embed_texts
+    return partial(embed_texts, use_cache=False)
 
 
 @dataclass
