@@ -203,9 +203,9 @@ def test_ece_and_auroc():
 
 
 def test_skill_result_line():
-    from saycan_ros.learning.evaluate import format_skill_result
-    assert format_skill_result({"skill": "pick", "success": 283, "episodes": 300}) == \
-        "skill pick: success 283/300 (94.3%)"
+    from saycan_ros.skills_eval_cli import SkillEvalReport
+    report = SkillEvalReport("pick", groups={"apple": [150, 150], "orange": [133, 150]})
+    assert report.summary_line() == "skill pick: success 283/300 (94.3%)"
 
 
 def test_cli_registers_its_commands():

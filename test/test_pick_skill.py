@@ -12,9 +12,6 @@ import os
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 DOMAIN_ID = int(os.environ.get("SAYCAN_PICK_TEST_DOMAIN_ID") or 90 + os.getpid() % 10)
 
-import json  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -24,14 +21,14 @@ import pytest  # noqa: E402
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ros-kilted-rclpy) is not installed")
 
-from saycan_ros.graph import stop_processes  # noqa: E402
+from sim_graph import SimGraph, running  # noqa: E402
+
 from saycan_ros.pick_policy import learned_pick_available, learned_value_available  # noqa: E402
 
 if not (learned_pick_available() and learned_value_available()):
     pytest.skip("no trained pick policy / value weights (models/bc_pick.pt, value_pick.pt)",
                 allow_module_level=True)
 
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
@@ -44,7 +41,7 @@ from saycan_ros.nodes.pick_skill_node import PickSkillNode  # noqa: E402
 from saycan_ros.nodes.routing import RoutingExecutor  # noqa: E402
 from saycan_ros.registry import load_registry  # noqa: E402
 from saycan_ros.skills import load_skills  # noqa: E402
-from saycan_ros.srv import ExecuteSkill, GetWorldState, ResetWorld, SkillScore  # noqa: E402
+from saycan_ros.srv import ExecuteSkill, SkillScore  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
 #: An easy, uncluttered pick for the policy: a can alone on the far counter.
@@ -53,30 +50,15 @@ EASY = {"robot_at": "far counter", "objects": {"coke can": "far counter"},
                          if at == "far counter" and o != "coke can")}
 
 
-class Graph:
+class Graph(SimGraph):
     def __init__(self, tmp: Path):
-        env = dict(os.environ, ROS_DOMAIN_ID=str(DOMAIN_ID),
-                   ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
-        env.pop("ROS_STATIC_PEERS", None)
-        self.log = open(tmp / "kitchen_sim.log", "w")
-        self.sim = subprocess.Popen([sys.executable, "-m", "saycan_ros.nodes.kitchen_sim_node",
-                                     "--ros-args", "-p", "camera_rate_hz:=10.0"],
-                                    cwd=tmp, env=env, stdout=self.log, stderr=subprocess.STDOUT)
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context, domain_id=DOMAIN_ID)
+        super().__init__(tmp, DOMAIN_ID, "pick_test_client")
         self.pick = PickSkillNode(context=self.context)
         self.affordance = AffordanceNode(context=self.context, parameter_overrides=[
             Parameter("affordance_file", value="affordance_sim.yaml")])
-        self.client = rclpy.create_node("pick_test_client", context=self.context)
-        self.executor = MultiThreadedExecutor(num_threads=6, context=self.context)
-        for node in (self.pick, self.affordance, self.client):
-            self.executor.add_node(node)
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self.thread.start()
+        self.spin(self.pick, self.affordance)
         self.skills = load_skills(load_kitchen())
         self.router = RoutingExecutor(self.client, load_registry(None, self.skills), timeout_s=2.0)
-        self.reset_client = self.client.create_client(ResetWorld, "/saycan/world/reset")
-        self.state_client = self.client.create_client(GetWorldState, "/saycan/world/state")
         self.pick_client = self.client.create_client(ExecuteSkill, "/pick_skill")
         self.cancel_client = self.client.create_client(Trigger, "/pick_skill/cancel")
         self.score_client = self.client.create_client(SkillScore, AFFORDANCE_SERVICE)
@@ -87,29 +69,12 @@ class Graph:
         self.joint_log.append((time.monotonic(), tuple(msg.position)))
         del self.joint_log[:-200]
 
-    def reset(self, init: dict, seed: int = 1) -> int:
-        response = call_service(self.client, self.reset_client,
-                                ResetWorld.Request(init=json.dumps(init), seed=seed), 20, "reset")
-        assert response.success, response.message
-        time.sleep(0.4)
-        return response.state_revision
-
-    def state(self) -> dict:
-        return json.loads(call_service(self.client, self.state_client, GetWorldState.Request(),
-                                       10, "state").state_json)
-
     def score(self, skills, revision=0):
         return call_service(self.client, self.score_client, SkillScore.Request(
             instruction="test", skills=list(skills), min_state_revision=revision), 30, "score")
 
-    def wait_ready(self, timeout=30.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if (self.reset_client.service_is_ready() and self.pick.joints() is not None
-                    and self.pick._image is not None and self.joint_log):
-                return
-            time.sleep(0.1)
-        raise TimeoutError("kitchen_sim did not come up (see kitchen_sim.log)")
+    def ready(self) -> bool:
+        return self.pick.joints() is not None and self.pick._image is not None and bool(self.joint_log)
 
     def arm_still(self, seconds=0.5) -> bool:
         """The arm joints did not move over the last ``seconds`` (after waiting that long)."""
@@ -120,23 +85,10 @@ class Graph:
         spread = np.ptp(np.array([p[:3] for p in recent]), axis=0)
         return bool(np.all(spread < 1e-6))
 
-    def close(self):
-        self.executor.shutdown(timeout_sec=2.0)
-        for node in (self.pick, self.affordance, self.client):
-            node.destroy_node()
-        rclpy.shutdown(context=self.context)
-        stop_processes([self.sim])          # SIGINT, then kill after 5 s
-        self.log.close()
-
 
 @pytest.fixture(scope="module")
 def graph(tmp_path_factory):
-    g = Graph(tmp_path_factory.mktemp("pick_skill"))
-    try:
-        g.wait_ready()
-        yield g
-    finally:
-        g.close()
+    yield from running(Graph(tmp_path_factory.mktemp("pick_skill")))
 
 
 def test_pick_succeeds_over_dds(graph):

@@ -10,9 +10,6 @@ import os
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 DOMAIN_ID = int(os.environ.get("SAYCAN_SKILL_TEST_DOMAIN_ID") or 81 + os.getpid() % 9)
 
-import json  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -22,11 +19,11 @@ import yaml  # noqa: E402
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ros-kilted-rclpy) is not installed")
 
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+from sim_graph import SimGraph, running  # noqa: E402
+
 from rclpy.parameter import Parameter  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from saycan_ros.graph import stop_processes  # noqa: E402
 from saycan_ros.checker import TimeoutProbe, check_skill_executor  # noqa: E402
 from saycan_ros.config import config_dir  # noqa: E402
 from saycan_ros.nodes.common import call_service  # noqa: E402
@@ -36,28 +33,20 @@ from saycan_ros.nodes.routing import RoutingExecutor  # noqa: E402
 from saycan_ros.registry import load_registry  # noqa: E402
 from saycan_ros.skills import load_skills  # noqa: E402
 from saycan_ros.kitchen import load_kitchen  # noqa: E402
-from saycan_ros.srv import ExecuteSkill, GetWorldState, ResetWorld  # noqa: E402
+from saycan_ros.srv import ExecuteSkill  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 SCAN_RELAY = "/skill_test/scan"
 
 
-class Graph:
+class Graph(SimGraph):
     def __init__(self, tmp: Path):
-        env = dict(os.environ, ROS_DOMAIN_ID=str(DOMAIN_ID),
-                   ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
-        env.pop("ROS_STATIC_PEERS", None)
-        self.log = open(tmp / "kitchen_sim.log", "w")
-        self.sim = subprocess.Popen([sys.executable, "-m", "saycan_ros.nodes.kitchen_sim_node",
-                                     "--ros-args", "-p", "camera_rate_hz:=10.0"],
-                                    cwd=tmp, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        super().__init__(tmp, DOMAIN_ID, "skill_test_client")
         # A kitchen in which the trash can's approach pose lies inside the table: an unreachable
         # goal for the navigator (the simulator's map is the real kitchen's).
         data = yaml.safe_load((config_dir() / "kitchen.yaml").read_text())
         data["locations"]["trash can"]["approach"] = [3.8, 3.0]
         (tmp / "kitchen_unreachable.yaml").write_text(yaml.safe_dump(data))
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context, domain_id=DOMAIN_ID)
         # The navigator's /scan comes through this test (a relay of kitchen_sim's), so that
         # a test can put an obstacle in front of the robot.
         self.navigate = NavigateSkillNode(
@@ -66,17 +55,10 @@ class Graph:
                 Parameter("kitchen_file", value=str(tmp / "kitchen_unreachable.yaml")),
                 Parameter("obstacle_wait_s", value=1.0), Parameter("max_recoveries", value=1)])
         self.place = PlaceSkillNode(context=self.context)
-        self.client = rclpy.create_node("skill_test_client", context=self.context)
-        self.executor = MultiThreadedExecutor(num_threads=6, context=self.context)
-        for node in (self.navigate, self.place, self.client):
-            self.executor.add_node(node)
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self.thread.start()
+        self.spin(self.navigate, self.place)
         kitchen = load_kitchen()
         self.skills = load_skills(kitchen)
         self.router = RoutingExecutor(self.client, load_registry(None, self.skills), timeout_s=1.0)
-        self.reset_client = self.client.create_client(ResetWorld, "/saycan/world/reset")
-        self.state_client = self.client.create_client(GetWorldState, "/saycan/world/state")
         self.nav_client = self.client.create_client(ExecuteSkill, "/navigate_skill")
         self.cancel_client = self.client.create_client(Trigger, "/navigate_skill/cancel")
         self.odom = None
@@ -96,46 +78,18 @@ class Graph:
             msg.ranges = [float(self.obstacle_range)] * len(msg.ranges)
         self.scan_pub.publish(msg)
 
-    def reset(self, init: dict, seed: int = 1):
-        response = call_service(self.client, self.reset_client,
-                                ResetWorld.Request(init=json.dumps(init), seed=seed), 20, "reset")
-        assert response.success, response.message
-        time.sleep(0.3)
-
-    def state(self) -> dict:
-        return json.loads(call_service(self.client, self.state_client, GetWorldState.Request(),
-                                       10, "state").state_json)
-
-    def wait_ready(self, timeout=30.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if (self.reset_client.service_is_ready() and self.odom is not None
-                    and self.navigate._grid is not None and self.place.joints() is not None):
-                return
-            time.sleep(0.1)
-        raise TimeoutError("kitchen_sim did not come up (see kitchen_sim.log)")
+    def ready(self) -> bool:
+        return (self.odom is not None and self.navigate._grid is not None
+                and self.place.joints() is not None)
 
     def stopped(self) -> bool:
         twist = self.odom.twist.twist
         return abs(twist.linear.x) < 1e-6 and abs(twist.angular.z) < 1e-6
 
-    def close(self):
-        self.executor.shutdown(timeout_sec=2.0)
-        for node in (self.navigate, self.place, self.client):
-            node.destroy_node()
-        rclpy.shutdown(context=self.context)
-        stop_processes([self.sim])          # SIGINT, then kill after 5 s
-        self.log.close()
-
 
 @pytest.fixture(scope="module")
 def graph(tmp_path_factory):
-    g = Graph(tmp_path_factory.mktemp("skill_nodes"))
-    try:
-        g.wait_ready()
-        yield g
-    finally:
-        g.close()
+    yield from running(Graph(tmp_path_factory.mktemp("skill_nodes")))
 
 
 def test_navigate_succeeds(graph):

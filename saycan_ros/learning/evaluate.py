@@ -62,19 +62,6 @@ def eval_skill_pick(episodes_per_object: int = 20, seed: int = 0, weights=None, 
     return result
 
 
-def format_skill_table(result: dict) -> str:
-    lines = [f"{'object':<18} success"]
-    for obj, v in result["per_object"].items():
-        lines.append(f"{obj:<18} {v['success']:>3}/{v['episodes']:<3} "
-                     f"({100 * v['success'] / max(1, v['episodes']):.0f}%)")
-    return "\n".join(lines)
-
-
-def format_skill_result(result: dict) -> str:
-    k, n = result["success"], result["episodes"]
-    return f"skill {result.get('skill', 'pick')}: success {k}/{n} ({100 * k / max(1, n):.1f}%)"
-
-
 # -- value ---------------------------------------------------------------------------------------
 def eval_value(episodes: int = 600, seed: int = 0, weights=None, policy=None, n_envs: int = 16,
                threads: int = 1, png="docs/value_reliability.png", progress: bool = True,

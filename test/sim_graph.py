@@ -1,0 +1,86 @@
+"""Test harness shared by the skill-node DDS tests: kitchen_sim in a child process (the robot),
+the nodes under test in this process on their own rclpy context, spun by a multi-threaded
+executor, plus a client node for the world's reset and state services. DDS stays on localhost
+in ``domain_id``."""
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+
+from saycan_ros.graph import stop_processes
+from saycan_ros.nodes.common import call_service
+from saycan_ros.srv import GetWorldState, ResetWorld
+
+
+class SimGraph:
+    def __init__(self, tmp: Path, domain_id: int, client_name: str):
+        env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id),
+                   ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+        env.pop("ROS_STATIC_PEERS", None)
+        self.tmp = tmp
+        self.log = open(tmp / "kitchen_sim.log", "w")
+        self.sim = subprocess.Popen([sys.executable, "-m", "saycan_ros.nodes.kitchen_sim_node",
+                                     "--ros-args", "-p", "camera_rate_hz:=10.0"],
+                                    cwd=tmp, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain_id)
+        self.client = rclpy.create_node(client_name, context=self.context)
+        self.reset_client = self.client.create_client(ResetWorld, "/saycan/world/reset")
+        self.state_client = self.client.create_client(GetWorldState, "/saycan/world/state")
+        self.nodes = [self.client]
+        self.executor = None
+
+    def spin(self, *nodes) -> None:
+        """Spin the client and ``nodes`` (the nodes under test) in a background thread."""
+        self.nodes = [*nodes, self.client]
+        self.executor = MultiThreadedExecutor(num_threads=6, context=self.context)
+        for node in self.nodes:
+            self.executor.add_node(node)
+        threading.Thread(target=self.executor.spin, daemon=True).start()
+
+    def reset(self, init: dict, seed: int = 1) -> int:
+        response = call_service(self.client, self.reset_client,
+                                ResetWorld.Request(init=json.dumps(init), seed=seed), 20, "reset")
+        assert response.success, response.message
+        time.sleep(0.4)                     # the new scene reaches the nodes' subscriptions
+        return response.state_revision
+
+    def state(self) -> dict:
+        return json.loads(call_service(self.client, self.state_client, GetWorldState.Request(),
+                                       10, "state").state_json)
+
+    def ready(self) -> bool:
+        """The nodes under test have what they need from the simulator (override)."""
+        return True
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.reset_client.service_is_ready() and self.ready():
+                return
+            time.sleep(0.1)
+        raise TimeoutError(f"kitchen_sim did not come up (see {self.tmp / 'kitchen_sim.log'})")
+
+    def close(self) -> None:
+        if self.executor is not None:
+            self.executor.shutdown(timeout_sec=2.0)
+        for node in self.nodes:
+            node.destroy_node()
+        rclpy.shutdown(context=self.context)
+        stop_processes([self.sim])          # SIGINT, then kill after 5 s
+        self.log.close()
+
+
+def running(graph: SimGraph):
+    """Fixture body: yield ``graph`` once it is ready, close it whatever happens."""
+    try:
+        graph.wait_ready()
+        yield graph
+    finally:
+        graph.close()
