@@ -133,3 +133,34 @@ def test_infeasible_probability(pick_env):
     feasible = [env.reset(seed=s)[1]["feasible"] for s in range(40)]
     assert 5 < sum(feasible) < 35
     assert all(pick_env.reset(seed=s)[1]["feasible"] for s in range(10))
+
+
+def _hand_beside(env, along: float, across: float):
+    """Put the open hand at the target's grasp height, off by (along the arm, across the fingers)."""
+    import math
+    w = env.world
+    target = env.episode["object"]
+    obj = w.objects[target]
+    bx, by = w.to_base(obj.x, obj.y)
+    heading = math.atan2(by, bx)                   # the mast stands at the base origin
+    c, s = math.cos(heading), math.sin(heading)
+    w.arm.set_ee(bx - c * along + s * across, by - s * along - c * across,
+                 obj.z + 0.35 * obj.shape.height)
+    return w, target
+
+
+def test_expert_closes_when_the_grasp_would_hold(pick_env):
+    from saycan_ros.sim.expert import ALIGN_M, CLOSE_ACROSS_M, CLOSE_ALONG_M
+    pick_env.reset(seed=3, options={"object": "coke can"})
+    world, target = _hand_beside(pick_env, along=0.02, across=0.0)
+    along, across = world.finger_offset(target)
+    assert ALIGN_M < along <= CLOSE_ALONG_M and abs(across) < 1e-3   # off, yet around it
+    expert = pick_env.expert()
+    assert expert.clean_action()[3] > 0                        # close, don't re-align
+    for _ in range(5):
+        pick_env.step(expert.act())
+    assert world.held == target                                # ... and the grasp holds
+
+    pick_env.reset(seed=3, options={"object": "coke can"})
+    world, target = _hand_beside(pick_env, along=0.0, across=CLOSE_ACROSS_M + 0.006)
+    assert pick_env.expert().clean_action()[3] < 0             # would miss: keep open, re-align

@@ -39,6 +39,8 @@ class BCTrainConfig(TrainConfig):
     aux_weight: float = 1.0           # auxiliary loss (target offset, privileged sim state)
     oversample: dict = field(default_factory=dict)   # shape kind -> sampling weight of its
                                       # objects' frames (e.g. {sphere: 2.5}); others weigh 1
+    grasp_weight: float = 1.0         # sampling weight of the frames where the grasp is decided
+                                      # (fingers at grasp height, hand open, nothing held)
     eval_episodes_per_object: int = 4  # quick success check at the end (seeds of the training range)
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from saycan_ros.learning import PICK_TEMPLATE, cache_dir
 from saycan_ros.learning._config_util import fingerprint
 
-DATA_VERSION = 4                      # bump when rendering or the expert change (4: sphere size)
+DATA_VERSION = 5                      # bump when rendering or the expert change (5: close rule)
 MAX_STEPS = 50
 #: Other objects beside the target at its location (the task scenes hold up to 7 in all). One
 #: default for demonstrations, rollouts and evaluations: a start re-created with another range

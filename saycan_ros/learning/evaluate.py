@@ -63,7 +63,7 @@ def eval_skill_pick(episodes_per_object: int = 20, seed: int = 0, weights=None, 
 
 
 # -- value ---------------------------------------------------------------------------------------
-def eval_value(episodes: int = 600, seed: int = 0, weights=None, policy=None, n_envs: int = 16,
+def eval_value(episodes: int = 1800, seed: int = 0, weights=None, policy=None, n_envs: int = 16,
                threads: int = 1, png="docs/value_reliability.png", progress: bool = True,
                record: bool = False, distractors: tuple[int, int] = EVAL_DISTRACTORS,
                log: Callable[[str], None] = print) -> dict:

@@ -259,6 +259,10 @@ class KitchenWorld:
         room = opening / 2 - obj.shape.width / 2 + GRASP_SLACK
         return abs(along) <= GRASP_FORWARD and abs(across) <= room
 
+    def finger_offset(self, name: str) -> tuple[float, float]:
+        """``name``'s offset from the end effector (along the arm, across the fingers), m."""
+        return self._finger_frame(self.objects[name], self.ee_world())
+
     def _keep_above_surfaces(self, ee) -> None:
         """Fingertips stop on a surface, or on top of an object they would hit."""
         floor = 0.0
