@@ -274,3 +274,6 @@ def test_grasp_decision_frames_are_where_the_expert_closes():
     weights = frame_weights(texts, index, {}, 4.0, states, aux).numpy()
     assert (weights[mask] == 4.0).all() and (weights[~mask] == 1.0).all()
     assert frame_weights(texts, index, {}) is None
+    for bad in (0.0, -1.0, float("nan"), "4"):
+        with pytest.raises(ValueError, match="grasp_weight"):
+            frame_weights(texts, index, {}, bad, states, aux)

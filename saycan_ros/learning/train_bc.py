@@ -8,6 +8,7 @@ Writes the weights (``.pt``) and a record (``.json``: data, config, seed, timing
 from __future__ import annotations
 
 import json
+import math
 import platform
 import time
 from pathlib import Path
@@ -46,6 +47,7 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
             section, name = key.split(".")
             merged[section][name] = value
         cfg = BCConfig.from_dict(merged)
+    check_sampling(dict(cfg.train.oversample), cfg.train.grasp_weight)
     out = resolve_model(out, DEFAULT_OUT)
     torch.set_num_threads(cfg.train.threads)
     torch.manual_seed(seed)
@@ -188,11 +190,18 @@ def _object_shapes(texts) -> list:
     return [shape_of(objects[name]) if name in objects else None for name in names]
 
 
-def object_weights(texts, oversample: dict) -> list[float]:
-    """Sampling weight of each skill's frames: ``oversample[shape kind]`` of its object, else 1."""
+def check_sampling(oversample: dict, grasp_weight: float) -> None:
+    """Reject sampling settings that make no sense (before any data is built)."""
     unknown = set(oversample) - {"cylinder", "sphere", "box"}
     if unknown:
         raise ValueError(f"bc.train.oversample: unknown shape kinds {sorted(unknown)}")
+    if not (isinstance(grasp_weight, (int, float)) and math.isfinite(grasp_weight) and grasp_weight > 0):
+        raise ValueError(f"bc.train.grasp_weight: expected a positive number, got {grasp_weight!r}")
+
+
+def object_weights(texts, oversample: dict) -> list[float]:
+    """Sampling weight of each skill's frames: ``oversample[shape kind]`` of its object, else 1."""
+    check_sampling(oversample, 1.0)
     return [float(oversample.get(shape.kind, 1.0)) if shape else 1.0 for shape in _object_shapes(texts)]
 
 
@@ -212,6 +221,7 @@ def frame_weights(texts, skill_index, oversample: dict, grasp_weight: float = 1.
                   states=None, aux=None):
     """Per-frame sampling weights (a float tensor), or None when every frame weighs 1."""
     import torch
+    check_sampling(oversample, grasp_weight)
     if not oversample and grasp_weight == 1.0:
         return None
     weights = torch.as_tensor(object_weights(texts, oversample), dtype=torch.float64)[skill_index]
