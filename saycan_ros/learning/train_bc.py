@@ -206,14 +206,17 @@ def object_weights(texts, oversample: dict) -> list[float]:
 
 
 def grasp_frames(texts, skill_index, states, aux):
-    """Frames where the grasp is decided: fingertips at most 1 cm above the grasp height (the
-    auxiliary label's dz), hand open wider than the object, nothing held. About 7% of the
-    frames, yet the only ones where closing is the right answer before anything is held."""
+    """Frames where the grasp is decided, by the expert's own thresholds: fingertips at most
+    CLOSE_ABOVE_M above the grasp height (the auxiliary label's dz), hand open at least
+    OPEN_MARGIN_M wider than the object, nothing held. About 6% of the frames, yet the only ones
+    where closing is the right answer before anything is held."""
     import torch
     from saycan_ros.sim.arm import ArmLimits
+    from saycan_ros.sim.expert import CLOSE_ABOVE_M, OPEN_MARGIN_M
     widths = torch.as_tensor([shape.width if shape else 0.0 for shape in _object_shapes(texts)])
     opening = torch.as_tensor(states)[:, 3] * ArmLimits().gripper[1]
-    return ((torch.as_tensor(aux)[:, 2] >= -0.01) & (opening >= widths[skill_index] + 0.01)
+    return ((torch.as_tensor(aux)[:, 2] >= -CLOSE_ABOVE_M)
+            & (opening >= widths[skill_index] + OPEN_MARGIN_M)
             & (torch.as_tensor(states)[:, 4] < 0.5))
 
 

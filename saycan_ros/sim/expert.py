@@ -20,6 +20,8 @@ ALIGN_M = 0.012          # horizontal error at which the gripper may descend (gr
 CLOSE_ALONG_M = 0.75 * GRASP_FORWARD   # at grasp height, close when off by at most this along
 CLOSE_ACROSS_M = GRASP_SLACK            # the arm and this across the fingers (what still holds)
 HOVER_M = 0.05           # clearance above an object's top while aligning
+CLOSE_ABOVE_M = 0.01     # the hand closes once its fingertips are this close above the grasp height
+OPEN_MARGIN_M = 0.01     # ... and only when open at least this much wider than the object
 LIFT_M = 0.08            # a picked object counts as lifted this far above its surface
 OPEN, CLOSE = -1.0, 1.0
 
@@ -75,10 +77,10 @@ class PickExpert:
         closing = w.arm.gripper_target < min(w.arm.opening, obj.shape.width) - 0.01
         if closing and (distance <= 2 * ALIGN_M or self._around_target()):
             return np.array([*_toward(error), 0.0, CLOSE, -1.0])     # let the fingers close
-        if w.arm.opening < obj.shape.width + 0.01:   # a missed grasp or a half-open hand: open
+        if w.arm.opening < obj.shape.width + OPEN_MARGIN_M:   # a missed grasp or a half-open hand
             dz = max(top + HOVER_M - ee[2], 0.0) if w.arm.opening < obj.shape.width else 0.0
             return np.array([*_toward(error), *_toward([dz]), OPEN, -1.0])
-        if ee[2] <= grasp_z + 0.01 and self._around_target():
+        if ee[2] <= grasp_z + CLOSE_ABOVE_M and self._around_target():
             # Low and around it: close rather than re-align a grasp that would already hold. The
             # hand hides the object from the camera here; labels that flip on millimetres left
             # the policy hovering undecided (the orange, before: p(close) ~0.4 for 30 steps).
@@ -87,7 +89,7 @@ class PickExpert:
             # Align above the object; far off, first rise clear of everything on the surface.
             dz = max(top + HOVER_M - ee[2], 0.0) if distance > 0.03 else 0.0
             return np.array([*_toward(error), *_toward([dz]), OPEN, -1.0])
-        if ee[2] > grasp_z + 0.01:                     # aligned: descend around it
+        if ee[2] > grasp_z + CLOSE_ABOVE_M:            # aligned: descend around it
             aim = max(grasp_z - self.undershoot, obj.z + 0.005) if self.undershoot else grasp_z
             return np.array([*_toward(error), *_toward([aim - ee[2]]), OPEN, -1.0])
         return np.array([*_toward(error), 0.0, CLOSE, -1.0])
