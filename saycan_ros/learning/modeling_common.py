@@ -47,47 +47,68 @@ class SpatialSoftmax(nn.Module):
     features with a query vector computed from the skill text (attention: "where is the thing
     the instruction names"); the rest come from a 1x1 convolution."""
 
-    def __init__(self, channels: int, keypoints: int, queries: int = 0, text_dim: int = 384):
+    def __init__(self, channels: int, keypoints: int, queries: int = 0, text_dim: int = 384,
+                 fine_channels: int = 0):
         super().__init__()
         self.queries = queries
         self.proj = nn.Conv2d(channels, keypoints - queries, 1) if keypoints > queries else None
         self.query = nn.Linear(text_dim, queries * channels) if queries else None
-        self.channels = channels
+        self.fine_query = None
+        if queries and fine_channels:
+            # Zero-initialised: the finer map starts as the upsampled coarse one.
+            self.fine_query = nn.Linear(text_dim, queries * fine_channels)
+            nn.init.zeros_(self.fine_query.weight)
+            nn.init.zeros_(self.fine_query.bias)
+        self.channels, self.fine_channels = channels, fine_channels
         self.log_temperature = nn.Parameter(torch.zeros(()))
 
-    def forward(self, x, text=None):
-        maps = []
+    def forward(self, x, text=None, fine=None):
+        """``fine``: (B, fine_channels, 2h, 2w) features that refine the text-queried maps to
+        twice the resolution of ``x``."""
+        logits = []
         if self.query is not None:
             q = self.query(text).view(x.shape[0], self.queries, self.channels)
-            maps.append(torch.einsum("bqc,bchw->bqhw", q, x) / math.sqrt(self.channels))
-        if self.proj is not None:
-            maps.append(self.proj(x))
-        h = torch.cat(maps, dim=1)
-        if self.queries:
+            maps = torch.einsum("bqc,bchw->bqhw", q, x) / math.sqrt(self.channels)
+            if fine is not None and self.fine_query is not None:
+                q = self.fine_query(text).view(x.shape[0], self.queries, self.fine_channels)
+                maps = (F.interpolate(maps, size=fine.shape[-2:], mode="bilinear", align_corners=False)
+                        + torch.einsum("bqc,bchw->bqhw", q, fine) / math.sqrt(self.fine_channels))
+            logits.append(maps)
             # How well the best image location matches the text: high when the named object
             # is in view (used by the value network, see FiLMNetConfig.match_score).
-            q = h[:, :self.queries].flatten(2)
-            self.match = torch.cat([q.amax(-1), q.logsumexp(-1) - math.log(q.shape[-1])], dim=1)
-        n, k, height, width = h.shape
-        p = F.softmax(h.flatten(2) / self.log_temperature.exp(), dim=-1).view(n, k, height, width)
-        xs = torch.linspace(-1.0, 1.0, width, device=x.device, dtype=x.dtype)
-        ys = torch.linspace(-1.0, 1.0, height, device=x.device, dtype=x.dtype)
-        kx = (p.sum(2) * xs).sum(-1)
-        ky = (p.sum(3) * ys).sum(-1)
+            m = maps.flatten(2)
+            self.match = torch.cat([m.amax(-1), m.logsumexp(-1) - math.log(m.shape[-1])], dim=1)
+        if self.proj is not None:
+            logits.append(self.proj(x))
+        temperature = self.log_temperature.exp()
+        kx, ky, widths, probs = [], [], [], []
+        for maps in logits:
+            n, k, height, width = maps.shape
+            p = F.softmax(maps.flatten(2) / temperature, dim=-1).view(n, k, height, width)
+            xs = torch.linspace(-1.0, 1.0, width, device=x.device, dtype=x.dtype)
+            ys = torch.linspace(-1.0, 1.0, height, device=x.device, dtype=x.dtype)
+            kx.append((p.sum(2) * xs).sum(-1))
+            ky.append((p.sum(3) * ys).sum(-1))
+            widths += [width] * k
+            probs.append((p, xs, ys))
         if self.queries:
             # ... what the text-queried keypoints landed on, and how spread their maps are.
-            pq = p[:, :self.queries]
-            attended = torch.einsum("bqhw,bchw->bqc", pq, x).flatten(1)
-            sx = ((pq.sum(2) * xs ** 2).sum(-1) - kx[:, :self.queries] ** 2).clamp_min(0).sqrt()
-            sy = ((pq.sum(3) * ys ** 2).sum(-1) - ky[:, :self.queries] ** 2).clamp_min(0).sqrt()
+            pq, xs, ys = probs[0]
+            mass = pq if pq.shape[-1] == x.shape[-1] else F.adaptive_avg_pool2d(pq, x.shape[-2:]) * (
+                pq.shape[-1] * pq.shape[-2] / (x.shape[-1] * x.shape[-2]))      # per coarse cell
+            attended = torch.einsum("bqhw,bchw->bqc", mass, x).flatten(1)
+            sx = ((pq.sum(2) * xs ** 2).sum(-1) - kx[0] ** 2).clamp_min(0).sqrt()
+            sy = ((pq.sum(3) * ys ** 2).sum(-1) - ky[0] ** 2).clamp_min(0).sqrt()
             self.match = torch.cat([self.match, attended, sx, sy], dim=1)
-        self.last = (kx, ky, width)
+        kx, ky = torch.cat(kx, dim=1), torch.cat(ky, dim=1)
+        self.last = (kx, ky, torch.as_tensor(widths, dtype=x.dtype))
         return torch.cat([kx, ky], dim=1)
 
     def pixels(self, count: int, image_width: int) -> torch.Tensor:
         """(B, 2 * count): (u, v) in input-image pixels of the first ``count`` keypoints of the
-        last forward pass (cell centres of the feature map, continuous pixel coordinates)."""
-        kx, ky, width = self.last
+        last forward pass (cell centres of their feature map, continuous pixel coordinates)."""
+        kx, ky, widths = self.last
+        width = widths[:count]
         stride = image_width / width
         to_px = lambda k: ((k + 1) / 2 * (width - 1) + 0.5) * stride  # noqa: E731
         return torch.stack([to_px(kx[:, :count]), to_px(ky[:, :count])], dim=2).flatten(1)
@@ -117,8 +138,13 @@ class FiLMEncoder(nn.Module):
         self.film = nn.Linear(cfg.text_dim, 2 * sum(self.film_sizes))
         nn.init.zeros_(self.film.weight)      # start as the identity modulation
         nn.init.zeros_(self.film.bias)
+        self.refine = None
+        if cfg.fine_keypoints:
+            if len(ch) < 3 or not cfg.keypoints or not cfg.text_queries:
+                raise ValueError("fine_keypoints needs text-queried keypoints and three stages")
+            self.refine = nn.Conv2d(ch[-3], cfg.fine_keypoints, 3, padding=1)
         self.keypoints = (SpatialSoftmax(ch[-2] if len(ch) > 1 else ch[-1], cfg.keypoints,
-                                         cfg.text_queries, cfg.text_dim)
+                                         cfg.text_queries, cfg.text_dim, cfg.fine_keypoints)
                           if cfg.keypoints else None)
         self.flatten = None
         flat_dim = 0
@@ -141,19 +167,22 @@ class FiLMEncoder(nn.Module):
             image = torch.cat([image, xs, ys], dim=1)
         x = self.stem(image)
         k = 0
-        keyed = None
+        keyed = finer = None
         for stage, blocks in enumerate(self.blocks):
             if stage > 0:
                 x = self.downs[stage - 1](x)
             for block in blocks:
                 x = block(x, film[2 * k], film[2 * k + 1])
                 k += 1
+            if stage == len(self.blocks) - 3:
+                finer = x
             if stage == len(self.blocks) - 2:
                 keyed = x
         keyed = x if keyed is None else keyed
+        fine = self.refine(finer) if self.refine is not None else None
         parts = [x.mean(dim=(2, 3))]
         if self.keypoints is not None:
-            parts.append(self.keypoints(keyed, text))
+            parts.append(self.keypoints(keyed, text, fine))
             if self.match_score:
                 parts.append(self.keypoints.match)
         if self.flatten is not None:
