@@ -304,6 +304,9 @@ def test_fine_keypoints_refine_the_text_queried_map_to_twice_the_resolution():
         assert not torch.allclose(fine_net(images, states, text)["pix"][:, :2], fine["pix"][:, :2])
     with pytest.raises(ValueError, match="fine_keypoints"):
         BCPolicyNet(dataclasses.replace(cfg, fine_keypoints=8, text_queries=0))
+    for bad in (-1, 2.5, "8", True):
+        with pytest.raises(ValueError, match="fine_keypoints"):
+            BCPolicyNet(dataclasses.replace(cfg, fine_keypoints=bad))
 
 
 def test_value_encoder_must_match_the_policy_encoder_both_ways():

@@ -4,9 +4,9 @@ Image (96x96 RGB) -> stem conv (stride 2) -> stages of FiLM residual blocks (eac
 the first halves the resolution), every block's output modulated by a scale and shift computed
 from the skill text's sentence embedding (FiLM, as in BC-Z) -> spatial-softmax keypoints of the
 stage before last (x, y per keypoint: where things are, to the pixel; the text-queried one,
-"where is the named object", refined at twice that resolution with ``fine_keypoints``) + a global average pool of
-the last stage (what is there) -> MLP with the arm state and a projection of the text embedding
--> three heads, weighted evenly in the loss: end-effector delta (3, MSE), gripper (open/close,
+"where is the named object", refined at twice that resolution with ``fine_keypoints``) + a
+global average pool of the last stage (what is there) -> MLP with the arm state and a
+projection of the text embedding -> three heads, weighted evenly in the loss: end-effector delta (3, MSE), gripper (open/close,
 cross-entropy) and terminate (no/yes, cross-entropy).
 
 The non-image state (end-effector x, y, z in the base frame, gripper opening, holding) is fed

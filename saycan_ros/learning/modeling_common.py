@@ -45,7 +45,8 @@ class SpatialSoftmax(nn.Module):
 
     The first ``queries`` keypoints are text-queried: their heat map is the dot product of the
     features with a query vector computed from the skill text (attention: "where is the thing
-    the instruction names"); the rest come from a 1x1 convolution."""
+    the instruction names"); the rest come from a 1x1 convolution. With ``fine_channels`` the
+    text-queried maps are refined to the resolution of the ``fine`` features passed in."""
 
     def __init__(self, channels: int, keypoints: int, queries: int = 0, text_dim: int = 384,
                  fine_channels: int = 0):
@@ -139,6 +140,9 @@ class FiLMEncoder(nn.Module):
         nn.init.zeros_(self.film.weight)      # start as the identity modulation
         nn.init.zeros_(self.film.bias)
         self.refine = None
+        fine = cfg.fine_keypoints
+        if isinstance(fine, bool) or not isinstance(fine, int) or fine < 0:
+            raise ValueError(f"fine_keypoints: expected a channel count >= 0, got {cfg.fine_keypoints!r}")
         if cfg.fine_keypoints:
             if len(ch) < 3 or not cfg.keypoints or not cfg.text_queries:
                 raise ValueError("fine_keypoints needs text-queried keypoints and three stages")
