@@ -53,7 +53,11 @@ class Graph(SimGraph):
             context=self.context, cli_args=["--ros-args", "-r", f"scan:={SCAN_RELAY}"],
             parameter_overrides=[
                 Parameter("kitchen_file", value=str(tmp / "kitchen_unreachable.yaml")),
-                Parameter("obstacle_wait_s", value=1.0), Parameter("max_recoveries", value=1)])
+                Parameter("obstacle_wait_s", value=1.0), Parameter("max_recoveries", value=1),
+                # The simulator, both executors and this client share one Python process here;
+                # on the loaded 2-core CI machine /odom once arrived more than 1 s late (a
+                # clean-clone run aborted "find an apple" with "odometry lost").
+                Parameter("sensor_timeout_s", value=3.0)])
         self.place = PlaceSkillNode(context=self.context)
         self.spin(self.navigate, self.place)
         kitchen = load_kitchen()
