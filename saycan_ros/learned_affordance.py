@@ -7,7 +7,7 @@
 
 It reads the robot's sensors, not the symbolic state: ``AffordanceContext.observation`` must be
 
-    {"image": HxWx3 uint8 RGB head-camera frame (96x96; other sizes are resized),
+    {"image": HxWx3 uint8 RGB head-camera frame (resized to the network's input size),
      "state": [ee x, ee y, ee z (base frame, m), gripper opening 0..1, holding 0/1]}
 
 (the pick env's observation; a bare image array is accepted, the state then defaults to the
@@ -26,11 +26,10 @@ from saycan_ros.config import ConfigError
 
 #: The arm's home pose in the pick env's state convention (where skills start after tucking).
 HOME_STATE = (0.4, 0.0, 1.15, 1.0, 0.0)
-IMAGE_SIZE = 96
 
 
 def observation_arrays(observation, holding: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(image (H,W,3) uint8 at 96x96, state (5,) float32) from an affordance observation."""
+    """(image (H,W,3) uint8, state (5,) float32) from an affordance observation."""
     if isinstance(observation, dict):
         image = observation.get("image")
         state = observation.get("state")
@@ -43,9 +42,6 @@ def observation_arrays(observation, holding: bool = False) -> tuple[np.ndarray, 
         raise ValueError(f"learned_pick: expected an HxWx3 RGB image, got shape {image.shape}")
     if image.dtype != np.uint8:
         image = np.clip(image * (255.0 if image.max() <= 1.0 else 1.0), 0, 255).astype(np.uint8)
-    if image.shape[:2] != (IMAGE_SIZE, IMAGE_SIZE):
-        import cv2
-        image = cv2.resize(image, (IMAGE_SIZE, IMAGE_SIZE), interpolation=cv2.INTER_AREA)
     if state is None:
         state = list(HOME_STATE)
         if holding:

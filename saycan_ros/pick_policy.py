@@ -2,7 +2,7 @@
 the simulated executor of ``saycan eval --executor sim``).
 
 The policy (``saycan_ros.learning``, ``make_policy("bc_pick")``) was trained in the pick gym
-environment (:mod:`saycan_ros.sim.envs`): its observation is the head-camera image (96x96 RGB),
+environment (:mod:`saycan_ros.sim.envs`): its observation is the head-camera image (square RGB),
 the state ``[ee x, ee y, ee z (base frame, m), gripper opening 0..1, holding 0/1]`` and the skill
 text; its action ``[dx, dy, dz, gripper, terminate]`` in [-1, 1] is one end-effector step of at
 most :data:`STEP_M` per axis taken over :data:`STEP_S` seconds, the gripper command (-1 open ..
@@ -27,7 +27,6 @@ from saycan_ros.sim.world import MAST
 STEP_S = SUBSTEPS * 0.02
 #: At most this many actions per pick, as in the env (the paper's evaluation protocol).
 MAX_ACTIONS = 50
-IMAGE_SIZE = 96
 GRIPPER_LIMITS = ArmLimits().gripper
 
 
@@ -71,10 +70,11 @@ def gripper_holds(opening: float, target: float | None,
     return closing and low + 0.005 < opening < high - 0.01
 
 
-def as_image(image: np.ndarray, size: int = IMAGE_SIZE) -> np.ndarray:
-    """An HxWx3 uint8 RGB frame at the policy's resolution."""
+def as_image(image: np.ndarray, size: int | None = None) -> np.ndarray:
+    """An HxWx3 uint8 RGB frame, resized to ``size`` x ``size`` when given (the learned models
+    resize to their own input size themselves)."""
     image = np.asarray(image)
-    if image.shape[:2] != (size, size):
+    if size is not None and image.shape[:2] != (size, size):
         import cv2
         image = cv2.resize(image, (size, size), interpolation=cv2.INTER_AREA)
     return np.ascontiguousarray(image, dtype=np.uint8)

@@ -231,7 +231,7 @@ def evaluate_place(episodes: int = 250, seed: int = 0, locations: Sequence[str] 
     started = time.perf_counter()
     kitchen = kitchen or load_kitchen()
     world = KitchenWorld(kitchen, cmd_timeout=0.5, seed=seed)
-    camera = Camera(world, 96, 96) if use_camera else None      # kitchen_sim's defaults
+    camera = Camera(world) if use_camera else None      # kitchen_sim's default size
     controller = PlaceController(kitchen)
     rng = np.random.default_rng(seed)
     names = list(locations or PLACE_LOCATIONS)

@@ -24,6 +24,8 @@ from sensor_msgs.msg import CameraInfo, Image, JointState, LaserScan  # noqa: E4
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
+from saycan_ros.sim import HEAD_CAMERA_SIZE  # noqa: E402
+
 try:
     from saycan_ros.msg import WorldState
     from saycan_ros.srv import GetWorldState, ResetWorld
@@ -184,8 +186,9 @@ def test_camera_image_and_info_arrive(sim):
     count = probe.counts["camera/image_raw"]
     probe.wait_for(lambda: probe.counts["camera/image_raw"] > count, 2.0, "a new image")
     image = probe.latest["camera/image_raw"]
-    assert (image.width, image.height, image.encoding) == (96, 96, "rgb8")
-    assert len(image.data) == 96 * 96 * 3 and image.step == 96 * 3
+    size = HEAD_CAMERA_SIZE
+    assert (image.width, image.height, image.encoding) == (size, size, "rgb8")
+    assert len(image.data) == size * size * 3 and image.step == size * 3
     assert len(set(bytes(image.data))) > 10           # a picture, not a blank frame
     info = probe.wait_for(lambda: probe.latest.get("camera/camera_info"), 2.0, "camera_info")
     assert info.k[0] > 0 and info.header.frame_id == image.header.frame_id == "camera_optical_frame"

@@ -311,7 +311,8 @@ def test_fine_keypoints_refine_the_text_queried_map_to_twice_the_resolution():
 
 def test_value_encoder_must_match_the_policy_encoder_both_ways():
     """The value network starts from the policy's (frozen) encoder: a value config without the
-    policy's fine keypoint layers, or with layers the policy lacks, is rejected."""
+    policy's fine keypoint layers, with layers the policy lacks, or for another camera size is
+    rejected."""
     import dataclasses
 
     from saycan_ros.learning.configuration_value import ValueConfig
@@ -325,3 +326,57 @@ def test_value_encoder_must_match_the_policy_encoder_both_ways():
     for fine in (0, cfg.fine_keypoints + 4):
         with pytest.raises(ValueError, match="does not match the policy's encoder"):
             policy_encoder_weights(policy, ValueNet(dataclasses.replace(cfg, fine_keypoints=fine)))
+    half = dataclasses.replace(cfg, image_size=cfg.image_size // 2)
+    with pytest.raises(ValueError, match="image_size"):
+        policy_encoder_weights(policy, ValueNet(half))
+
+
+def test_bf16_training_keeps_keypoints_in_float32_and_rejects_unknown_precision():
+    """Under bfloat16 autocast the convolutions run in bfloat16, the keypoint softmax (an
+    expectation over the map, sub-pixel) in float32; a gradient step works; a typo is an error."""
+    import dataclasses
+
+    from saycan_ros.learning.configuration_bc import BCConfig
+    from saycan_ros.learning.modeling_bc import BCPolicyNet, autocast, bc_loss
+    torch.manual_seed(0)
+    cfg = dataclasses.replace(BCConfig.load(None).model, image_size=64)
+    net = BCPolicyNet(cfg)
+    images, states, text = torch.randn(2, 3, 64, 64), torch.randn(2, 5), torch.randn(2, 384)
+    with autocast("bf16"):
+        out = net(images, states, text)
+        stem = net.encoder.stem(torch.cat([images, torch.zeros(2, 2, 64, 64)], 1))
+    assert stem.dtype == torch.bfloat16 and out["pix"].dtype == torch.float32
+    kx, _, _ = net.encoder.keypoints.last
+    assert kx.dtype == torch.float32
+    actions = torch.tensor([[0.1, -0.2, 0.3, 1.0, -1.0]] * 2)
+    loss, parts = bc_loss(out, actions, torch.zeros(2, 3), 1.0, torch.full((2, 4), 32.0))
+    assert loss.dtype == torch.float32 and torch.isfinite(loss)
+    loss.backward()
+    assert net.encoder.stem[0].weight.grad.dtype == torch.float32
+    with autocast("fp32"):
+        assert net(images, states, text)["delta"].dtype == torch.float32
+    with pytest.raises(ValueError, match="precision"):
+        autocast("fp16")
+
+
+def test_loaded_models_resize_camera_frames_to_their_input_size():
+    """A frame of another size (a real camera, an old simulator setting) is resized to the
+    network's ``image_size`` before the forward pass; frames of the right size pass unchanged."""
+    import dataclasses
+
+    from saycan_ros.learning.configuration_bc import BCConfig
+    from saycan_ros.learning.modeling_bc import BCPolicyNet, PickPolicy
+    from saycan_ros.learning.modeling_common import resize_images
+    from saycan_ros.learning.text_encoder import EmbeddingTable
+    cfg = dataclasses.replace(BCConfig.load(None).model, image_size=48)
+    table = EmbeddingTable(["pick up the apple"], np.ones((1, 384), np.float32))
+    policy = PickPolicy(BCPolicyNet(cfg), table)
+    assert policy.image_size == 48
+    frames = np.random.default_rng(0).integers(0, 255, (2, 72, 96, 3), dtype=np.uint8)
+    img, _, _ = policy.tensors(frames, np.zeros((2, 5), np.float32), ["pick up the apple"] * 2)
+    assert img.shape == (2, 3, 48, 48)
+    assert policy(frames, np.zeros((2, 5), np.float32), ["pick up the apple"] * 2).shape == (2, 5)
+    same = frames[:, :48, :48]
+    assert resize_images(same, 48) is same
+    flat = np.full((1, 96, 96, 3), 77, np.uint8)
+    assert (resize_images(flat, 48) == 77).all()

@@ -24,6 +24,7 @@ rclpy = pytest.importorskip("rclpy", reason="rclpy (ros-kilted-rclpy) is not ins
 from sim_graph import SimGraph, running  # noqa: E402
 
 from saycan_ros.pick_policy import learned_pick_available, learned_value_available  # noqa: E402
+from saycan_ros.sim import HEAD_CAMERA_SIZE  # noqa: E402
 
 if not (learned_pick_available() and learned_value_available()):
     pytest.skip("no trained pick policy / value weights (models/bc_pick.pt, value_pick.pt)",
@@ -237,7 +238,8 @@ def test_node_graph_world_runs_an_errand(graph):
         snap = world.snapshot()
         assert snap.robot_at == "far counter" and snap.holding == "coke can"
         obs = world.observation()
-        assert obs["image"].shape == (96, 96, 3) and obs["state"][4] == 1.0
+        assert obs["image"].shape == (HEAD_CAMERA_SIZE, HEAD_CAMERA_SIZE, 3)
+        assert obs["state"][4] == 1.0
         done = world.execute(graph.skills.get("done"))
         assert done.success
     finally:

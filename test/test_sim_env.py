@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
+from saycan_ros.sim import HEAD_CAMERA_SIZE
 from saycan_ros.sim.envs import ENV_IDS, MAX_STEPS, PICK_INFEASIBLE, PLACE_INFEASIBLE, KitchenSkillEnv
 
 EXPERT_EPISODES = 100
@@ -45,7 +46,8 @@ def test_observation_carries_skill_and_state(pick_env):
     obs, info = pick_env.reset(seed=1, options={"skill": "pick up the 7up can", "location": "table"})
     assert obs["skill"] == info["skill"] == "pick up the 7up can"
     assert info["object"] == "7up can" and info["location"] == "table" and info["feasible"]
-    assert obs["image"].shape == (96, 96, 3) and obs["image"].dtype == np.uint8
+    assert obs["image"].shape == (HEAD_CAMERA_SIZE, HEAD_CAMERA_SIZE, 3)
+    assert obs["image"].dtype == np.uint8
     assert obs["state"].shape == (5,) and obs["state"][3] == pytest.approx(1.0)   # open, empty
     assert obs["state"][4] == 0.0
     assert obs in pick_env.observation_space

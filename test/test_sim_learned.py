@@ -8,6 +8,7 @@ from saycan_ros.kitchen import load_kitchen
 from saycan_ros.pick_policy import (gripper_opening, learned_pick_available,
                                     learned_value_available, policy_state, sim_eval_setup,
                                     twist_of)
+from saycan_ros.sim import HEAD_CAMERA_SIZE
 from saycan_ros.sim.arm import HOME, Arm
 from saycan_ros.sim.control import STEP_M
 from saycan_ros.skills import load_skills
@@ -64,7 +65,8 @@ def test_learned_pick_in_the_simulated_kitchen(kitchen):
     world = make_world("sim", kitchen, EASY, seed=1, pick="learned")
     assert world.pick_mode == "learned"
     obs = world.observation()
-    assert obs["image"].shape == (96, 96, 3) and obs["image"].dtype == np.uint8
+    assert obs["image"].shape == (HEAD_CAMERA_SIZE, HEAD_CAMERA_SIZE, 3)
+    assert obs["image"].dtype == np.uint8
     assert obs["state"][4] == 0.0
     outcome = world.execute(skills.get("pick up the coke can"))
     assert outcome.success, outcome.message

@@ -17,7 +17,6 @@ class DemoConfig:
     seed_base: int = 10_000_000          # episode i uses env seed seed_base + i
     noise: tuple[float, float] = (0.0, 0.25)
     distractors: tuple[int, int] = (1, 6)  # other objects at the location (task scenes: up to 6)
-    image_size: int = 96
     undershoot: float = 0.0              # the expert aims its descent this far below the grasp
                                          # height (it closes within 1 cm above it): a margin
                                          # for the policy's imprecise last descent steps

@@ -7,12 +7,15 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from saycan_ros.learning._config_util import from_dict, load_section, to_dict
+from saycan_ros.sim import HEAD_CAMERA_SIZE
 
 
 @dataclass(frozen=True)
 class FiLMNetConfig:
     """A small ResNet-style CNN with FiLM conditioning (BC-Z), ending in spatial-softmax
     keypoints (from the stage before last) and a global average pool (last stage)."""
+    image_size: int = HEAD_CAMERA_SIZE  # input side in pixels (the head camera's); images
+                                      # of another size are resized to it at run time
     channels: tuple[int, ...] = (16, 32, 64)
     blocks_per_stage: tuple[int, ...] = (0, 1, 1)   # FiLM residual blocks per stage
     keypoints: int = 32
@@ -53,6 +56,8 @@ class TrainConfig:
     weight_decay: float = 1e-4
     warmup: int = 200
     threads: int = 1                  # torch threads (1: best on a shared 2-core machine)
+    precision: str = "fp32"           # "bf16": convolutions under bfloat16 autocast (weights,
+                                      # optimiser and keypoint softmax stay float32)
 
 
 class SectionConfig:

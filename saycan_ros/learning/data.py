@@ -25,6 +25,7 @@ import numpy as np
 
 from saycan_ros.learning import PICK_TEMPLATE, cache_dir
 from saycan_ros.learning._config_util import fingerprint
+from saycan_ros.sim import HEAD_CAMERA_SIZE
 
 DATA_VERSION = 5                      # bump when rendering or the expert change (5: close rule)
 MAX_STEPS = 50
@@ -56,7 +57,8 @@ def pick_skill(obj: str) -> str:
     return PICK_TEMPLATE.format(object=obj)
 
 
-def make_pick_env(image_size: int = 96, distractors: tuple[int, int] = SCENE_DISTRACTORS):
+def make_pick_env(image_size: int = HEAD_CAMERA_SIZE,
+                  distractors: tuple[int, int] = SCENE_DISTRACTORS):
     from saycan_ros.sim.envs import KitchenSkillEnv
     return KitchenSkillEnv("pick", image_size=image_size, distractors=tuple(distractors))
 
@@ -143,8 +145,8 @@ def image_points(env, target: str) -> np.ndarray:
 
 # -- demonstrations ------------------------------------------------------------------------------
 def collect_demos(episodes: int, seed_base: int, noise: tuple[float, float],
-                  distractors=SCENE_DISTRACTORS, image_size: int = 96, progress: bool = True,
-                  undershoot: float = 0.0) -> dict:
+                  distractors=SCENE_DISTRACTORS, image_size: int = HEAD_CAMERA_SIZE,
+                  progress: bool = True, undershoot: float = 0.0) -> dict:
     """Expert demonstrations with DART noise injection on object-balanced feasible starts."""
     from tqdm import tqdm
 
@@ -231,15 +233,17 @@ class Rollouts:
 
 def rollout(policy: PolicyFn, specs: Sequence[StartSpec], n_envs: int = 16, record: bool = False,
             expert_labels: bool = False, noise: tuple[float, float] = (0.0, 0.0),
-            image_size: int = 96, distractors=SCENE_DISTRACTORS, progress: bool = True,
+            image_size: int | None = None, distractors=SCENE_DISTRACTORS, progress: bool = True,
             desc: str = "rollouts", undershoot: float = 0.0) -> Rollouts:
     """Run ``policy`` from every start in ``specs``, ``n_envs`` episodes at a time with one
     batched policy call per step. ``noise``: per-episode DART noise std range on the executed
-    action (DAgger data collection); evaluation uses none."""
+    action (DAgger data collection); evaluation uses none. ``image_size``: the camera's;
+    default the policy's own (``policy.image_size``), else the head camera's."""
     from tqdm import tqdm
 
     from saycan_ros.sim.expert import PickExpert, perturb
     specs = list(specs)
+    image_size = int(image_size or getattr(policy, "image_size", HEAD_CAMERA_SIZE))
     n_envs = max(1, min(n_envs, len(specs)))
     envs = [make_pick_env(image_size, distractors) for _ in range(n_envs)]
     success = np.zeros(len(specs), bool)

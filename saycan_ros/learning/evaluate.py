@@ -90,7 +90,7 @@ def eval_value(episodes: int = 1800, seed: int = 0, weights=None, policy=None, n
     base = EVAL_SEED_BASE + VALUE_SEED_OFFSET + seed * 1_000_000
     specs = D.mixed_starts(episodes, base, fraction, reasons)
     t = time.time()
-    env = D.make_pick_env(distractors=tuple(distractors))
+    env = D.make_pick_env(value.image_size, distractors=tuple(distractors))
     images, states, skills = [], [], []
     for spec in specs:
         obs, _ = D.reset_to(env, spec)

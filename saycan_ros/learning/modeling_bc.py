@@ -6,8 +6,8 @@ from the skill text's sentence embedding (FiLM, as in BC-Z) -> spatial-softmax k
 stage before last (x, y per keypoint: where things are, to the pixel; the text-queried one,
 "where is the named object", refined at twice that resolution with ``fine_keypoints``) + a
 global average pool of the last stage (what is there) -> MLP with the arm state and a
-projection of the text embedding -> three heads, weighted evenly in the loss: end-effector delta (3, MSE), gripper (open/close,
-cross-entropy) and terminate (no/yes, cross-entropy).
+projection of the text embedding -> three heads, weighted evenly in the loss: end-effector
+delta (3, MSE), gripper (open/close, cross-entropy) and terminate (no/yes, cross-entropy).
 
 The non-image state (end-effector x, y, z in the base frame, gripper opening, holding) is fed
 to the MLP: the camera shows where the object is relative to the gripper, the state gives the
@@ -25,12 +25,12 @@ import torch.nn.functional as F
 from saycan_ros.learning.configuration_common import FiLMNetConfig
 from saycan_ros.learning.modeling_common import (  # noqa: F401 - re-exported
     IMAGE_MEAN, IMAGE_STD, FiLMBlock, FiLMEncoder, FiLMNet, LoadedModel, SpatialSoftmax, TextNorm,
-    augment, cosine_lr, count_parameters, load_checkpoint, normalise_state, preprocess_images,
-    save_checkpoint)
+    augment, autocast, cosine_lr, count_parameters, load_checkpoint, normalise_state,
+    preprocess_images, save_checkpoint)
 from saycan_ros.learning.text_encoder import EmbeddingTable
 
 __all__ = ["IMAGE_MEAN", "IMAGE_STD", "FiLMBlock", "FiLMEncoder", "FiLMNet", "SpatialSoftmax",
-           "TextNorm", "augment", "cosine_lr", "count_parameters", "load_checkpoint",
+           "TextNorm", "augment", "autocast", "cosine_lr", "count_parameters", "load_checkpoint",
            "normalise_state", "preprocess_images", "save_checkpoint", "AUX_SCALE", "PIX_SCALE",
            "BCPolicyNet", "PickPolicy", "bc_loss", "to_actions"]
 
@@ -70,6 +70,7 @@ def bc_loss(out: dict, actions: torch.Tensor, aux: torch.Tensor | None = None,
     """Evenly weighted: MSE on the delta, cross-entropy on gripper and terminate; plus
     ``aux_weight`` x (smooth L1 of the target-offset head + smooth L1 of the supervised
     keypoints: target and gripper pixels) when given."""
+    out = {k: v.float() for k, v in out.items()}     # bfloat16 under autocast
     delta = F.mse_loss(out["delta"], actions[:, :3])
     grip = F.cross_entropy(out["gripper"], (actions[:, 3] > 0).long())
     term = F.cross_entropy(out["terminate"], (actions[:, 4] > 0).long())

@@ -66,6 +66,13 @@ class SpatialSoftmax(nn.Module):
     def forward(self, x, text=None, fine=None):
         """``fine``: (B, fine_channels, 2h, 2w) features that refine the text-queried maps to
         twice the resolution of ``x``."""
+        # Float32 even under bfloat16 autocast: keypoints are expectations over the map, and
+        # 8 mantissa bits are a sizeable fraction of a pixel.
+        with torch.autocast(x.device.type, enabled=False):
+            return self._forward(x.float(), None if text is None else text.float(),
+                                 None if fine is None else fine.float())
+
+    def _forward(self, x, text, fine):
         logits = []
         if self.query is not None:
             q = self.query(text).view(x.shape[0], self.queries, self.channels)
@@ -153,7 +160,7 @@ class FiLMEncoder(nn.Module):
         self.flatten = None
         flat_dim = 0
         if cfg.flatten:
-            side = 96 // (2 ** len(ch))                 # the last stage's resolution at 96x96
+            side = cfg.image_size // (2 ** len(ch))     # the last stage's resolution
             self.flatten = nn.Sequential(nn.Conv2d(ch[-1], cfg.flatten, 1), nn.ReLU(), nn.Flatten(),
                                          nn.Linear(cfg.flatten * side * side, cfg.hidden), nn.ReLU())
             flat_dim = cfg.hidden
@@ -192,6 +199,16 @@ class FiLMEncoder(nn.Module):
         if self.flatten is not None:
             parts.append(self.flatten(x))
         return torch.cat(parts, dim=1)
+
+
+def resize_images(images: np.ndarray, size: int) -> np.ndarray:
+    """(B,H,W,3) uint8 -> (B,size,size,3): area interpolation, a no-op at the right size."""
+    images = np.asarray(images)
+    if images.shape[1:3] == (size, size):
+        return images
+    import cv2
+    return np.stack([cv2.resize(np.ascontiguousarray(im), (size, size),
+                                interpolation=cv2.INTER_AREA) for im in images])
 
 
 def preprocess_images(images: torch.Tensor) -> torch.Tensor:
@@ -283,8 +300,14 @@ class LoadedModel:
         self.embeddings = embeddings
         self.meta = meta or {}
 
+    @property
+    def image_size(self) -> int:
+        """The input side the network was trained at; other images are resized to it."""
+        return int(self.net.cfg.image_size)
+
     def tensors(self, images: np.ndarray, states: np.ndarray, skills: Sequence[str]):
-        """(B,H,W,3) uint8, (B,5), B skill texts -> the network's input tensors."""
+        """(B,H,W,3) uint8 of any size, (B,5), B skill texts -> the network's input tensors."""
+        images = resize_images(images, self.image_size)
         img = preprocess_images(torch.as_tensor(np.ascontiguousarray(images)))
         st = torch.as_tensor(np.asarray(states, np.float32))
         txt = torch.as_tensor(self.embeddings(list(skills)))
@@ -293,7 +316,8 @@ class LoadedModel:
     @staticmethod
     def load_net(path, kind: str, net_class) -> tuple[nn.Module, EmbeddingTable, dict]:
         ckpt = load_checkpoint(path, kind)
-        net = net_class(FiLMNetConfig(**_tuples(ckpt["model_config"])))
+        # Checkpoints from before the input size was recorded were trained on 96x96 frames.
+        net = net_class(FiLMNetConfig(**{"image_size": 96, **_tuples(ckpt["model_config"])}))
         net.load_state_dict({k: v.float() for k, v in ckpt["state_dict"].items()})
         embeddings = EmbeddingTable(ckpt["texts"], ckpt["embeddings"].float().numpy())
         return net, embeddings, ckpt.get("meta", {})
@@ -321,6 +345,16 @@ def load_checkpoint(path, kind: str) -> dict:
     if ckpt.get("kind") != kind:
         raise ValueError(f"{path}: not a {kind} checkpoint (kind {ckpt.get('kind')!r})")
     return ckpt
+
+
+PRECISIONS = ("fp32", "bf16")
+
+
+def autocast(precision: str):
+    """The forward-pass context of a training ``precision`` (``TrainConfig.precision``)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision: expected one of {PRECISIONS}, got {precision!r}")
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
 
 
 def count_parameters(net: nn.Module) -> int:

@@ -25,7 +25,7 @@ DEFAULT_OUT = "bc_pick.pt"
 def _demo_spec(cfg: BCConfig) -> dict:
     d = cfg.data
     return {"episodes": d.episodes, "seed_base": d.seed_base, "noise": list(d.noise),
-            "distractors": list(d.distractors), "image_size": d.image_size,
+            "distractors": list(d.distractors), "image_size": cfg.model.image_size,
             "undershoot": d.undershoot}
 
 
@@ -36,8 +36,8 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
     from tqdm import tqdm
 
     from saycan_ros.learning import data as D
-    from saycan_ros.learning.modeling_bc import (BCPolicyNet, PickPolicy, augment, bc_loss,
-                                                 count_parameters, cosine_lr)
+    from saycan_ros.learning.modeling_bc import (BCPolicyNet, PickPolicy, augment, autocast,
+                                                 bc_loss, count_parameters, cosine_lr)
     from saycan_ros.learning.text_encoder import ENCODER_NAME, EmbeddingTable
 
     cfg = BCConfig.load(config_path)
@@ -48,6 +48,7 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
             merged[section][name] = value
         cfg = BCConfig.from_dict(merged)
     check_sampling(dict(cfg.train.oversample), cfg.train.grasp_weight)
+    autocast(cfg.train.precision)                     # rejects an unknown precision up front
     out = resolve_model(out, DEFAULT_OUT)
     torch.set_num_threads(cfg.train.threads)
     torch.manual_seed(seed)
@@ -56,8 +57,8 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
 
     d = cfg.data
     demos = D.cached("bc_demos", _demo_spec(cfg), lambda: D.collect_demos(
-        d.episodes, d.seed_base, tuple(d.noise), tuple(d.distractors), d.image_size, progress,
-        d.undershoot),
+        d.episodes, d.seed_base, tuple(d.noise), tuple(d.distractors), cfg.model.image_size,
+        progress, d.undershoot),
         log=log)
     t_data = time.time() - t_start
     texts = [str(t) for t in demos["skill_texts"]]
@@ -132,7 +133,8 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
             idx = torch.multinomial(weights, tc.batch_size, replacement=True, generator=gen)
         x, shift = augment(images[idx], cfg.augment, gen, return_shift=True)
         x = (x - 0.5) / 0.25
-        out_ = net(x, states[idx], text_matrix[skill_index[idx]])
+        with autocast(tc.precision):
+            out_ = net(x, states[idx], text_matrix[skill_index[idx]])
         loss, parts = bc_loss(out_, actions[idx], aux[idx], tc.aux_weight,
                               pix[idx] + shift.repeat(1, 2))
         opt.zero_grad(set_to_none=True)

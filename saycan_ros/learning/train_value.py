@@ -31,7 +31,11 @@ DEFAULT_OUT = "value_pick.pt"
 def policy_encoder_weights(policy_net, value_net) -> dict:
     """The policy's encoder and text projection, for the value network to start from; raises
     ValueError unless the two encoders match exactly (both ways: a frozen encoder without the
-    policy's fine keypoint layers is another detector: calibration AUROC 0.877 against 0.963)."""
+    policy's fine keypoint layers is another detector: calibration AUROC 0.877 against 0.963),
+    input size included (the value function sees the policy's camera)."""
+    if value_net.cfg.image_size != policy_net.cfg.image_size:
+        raise ValueError(f"value.model.image_size {value_net.cfg.image_size} differs from the "
+                         f"policy's {policy_net.cfg.image_size}")
     own = value_net.state_dict()
     theirs = policy_net.state_dict()
     moved = {k: v for k, v in theirs.items()
@@ -72,9 +76,10 @@ def collect_value_rollouts(policy, policy_digest: str, n: int, seed_base: int, c
     return D.cached("value_rollouts", spec, build, log=log)
 
 
-def first_observations(rollouts: dict, distractors: tuple[int, int], image_size: int = 96) -> dict:
-    """Re-create every episode's start observation (cheap: resets only); ``distractors`` must
-    be the rollouts' own, or the scenes differ from those the outcomes were measured in."""
+def first_observations(rollouts: dict, distractors: tuple[int, int], image_size: int) -> dict:
+    """Re-create every episode's start observation (cheap: resets only); ``distractors`` and
+    ``image_size`` must be the rollouts' own, or the scenes differ from those the outcomes were
+    measured in."""
     from saycan_ros.learning import data as D
     env = D.make_pick_env(image_size, tuple(distractors))
     images, states, skills = [], [], []
@@ -218,7 +223,7 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
 
     # -- calibration on held-out rollouts --------------------------------------------------------
     value = PickValue(net.eval(), table)
-    starts = first_observations(calib, cfg.data.distractors)
+    starts = first_observations(calib, cfg.data.distractors, bc.image_size)
     raw = np.concatenate([value.raw(starts["images"][i:i + 256], starts["states"][i:i + 256],
                                     starts["skills"][i:i + 256])
                           for i in range(0, len(starts["skills"]), 256)])

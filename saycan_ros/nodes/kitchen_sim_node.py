@@ -32,6 +32,7 @@ from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
 from saycan_ros.kitchen import load_kitchen
+from saycan_ros.sim import HEAD_CAMERA_SIZE
 from saycan_ros.sim.arm import JOINT_NAMES
 from saycan_ros.sim.base import BaseLimits
 from saycan_ros.sim.camera import Camera
@@ -53,8 +54,8 @@ except ImportError:  # pragma: no cover - a source checkout without the build
 
 PARAMETERS = {
     "rate_hz": 50.0,               # simulator steps per second of wall time (dt = 1 / rate_hz)
-    "camera_width": 96,
-    "camera_height": 96,
+    "camera_width": HEAD_CAMERA_SIZE,
+    "camera_height": HEAD_CAMERA_SIZE,
     "camera_rate_hz": 10.0,
     "scan_rate_hz": 10.0,
     "publish_scan": True,

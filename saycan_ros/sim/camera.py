@@ -15,6 +15,7 @@ import cv2
 import numpy as np
 
 from saycan_ros.kitchen import GRIPPER
+from saycan_ros.sim import HEAD_CAMERA_SIZE
 from saycan_ros.sim.objects import SimObject
 from saycan_ros.sim.world import FINGER, MAST, KitchenWorld
 
@@ -46,8 +47,8 @@ class CameraMount:
 
 
 class Camera:
-    def __init__(self, world: KitchenWorld, width: int = 96, height: int = 96,
-                 mount: CameraMount | None = None):
+    def __init__(self, world: KitchenWorld, width: int = HEAD_CAMERA_SIZE,
+                 height: int = HEAD_CAMERA_SIZE, mount: CameraMount | None = None):
         if width < 8 or height < 8:
             raise ValueError(f"camera image too small: {width}x{height}")
         self.world = world

@@ -23,6 +23,7 @@ import numpy as np
 from gymnasium import spaces
 
 from saycan_ros.kitchen import Kitchen, load_kitchen
+from saycan_ros.sim import HEAD_CAMERA_SIZE
 from saycan_ros.sim.camera import Camera
 from saycan_ros.sim.control import ACTION_SIZE, apply_action
 from saycan_ros.sim.expert import PickExpert, PlaceExpert, free_spot, lifted
@@ -40,7 +41,7 @@ ENV_IDS = {"pick": "SayCanKitchen-Pick-v0", "place": "SayCanKitchen-Place-v0"}
 class KitchenSkillEnv(gym.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 5}
 
-    def __init__(self, task: str = "pick", image_size: int | tuple[int, int] = 96,
+    def __init__(self, task: str = "pick", image_size: int | tuple[int, int] = HEAD_CAMERA_SIZE,
                  max_steps: int = MAX_STEPS, infeasible_prob: float = 0.0,
                  distractors: tuple[int, int] = (1, 2), render_mode: str | None = None,
                  kitchen: Kitchen | None = None):

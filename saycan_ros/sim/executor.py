@@ -138,7 +138,7 @@ class SimulatedKitchen:
     def camera(self):
         if self._camera is None:
             from saycan_ros.sim.camera import Camera
-            self._camera = Camera(self.world, 96, 96)
+            self._camera = Camera(self.world)              # kitchen_sim's default size
         return self._camera
 
     def observation(self) -> dict:
