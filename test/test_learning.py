@@ -380,3 +380,19 @@ def test_loaded_models_resize_camera_frames_to_their_input_size():
     assert resize_images(same, 48) is same
     flat = np.full((1, 96, 96, 3), 77, np.uint8)
     assert (resize_images(flat, 48) == 77).all()
+
+
+def test_bad_image_size_and_value_precision_are_rejected_before_any_work():
+    """A nonsense input size in a model config, and a value training precision that the value
+    trainer does not apply, are clear errors rather than a broken network or a silent no-op."""
+    import dataclasses
+
+    from saycan_ros.learning.configuration_bc import BCConfig
+    from saycan_ros.learning.modeling_bc import BCPolicyNet
+    from saycan_ros.learning.train_value import train_value
+    cfg = BCConfig.load(None).model
+    for bad in (0, 8, 96.5, True, "96"):
+        with pytest.raises(ValueError, match="image_size"):
+            BCPolicyNet(dataclasses.replace(cfg, image_size=bad))
+    with pytest.raises(ValueError, match="precision"):
+        train_value(overrides={"train.precision": "bf16"}, progress=False)

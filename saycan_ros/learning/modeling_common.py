@@ -127,6 +127,10 @@ class FiLMEncoder(nn.Module):
 
     def __init__(self, cfg: FiLMNetConfig):
         super().__init__()
+        size = cfg.image_size
+        if isinstance(size, bool) or not isinstance(size, int) or size < 16:
+            raise ValueError(f"image_size: expected an integer side of at least 16 px, "
+                             f"got {size!r}")
         ch = tuple(cfg.channels)
         self.coord_conv = bool(cfg.coord_conv)
         self.stem = nn.Sequential(nn.Conv2d(3 + 2 * self.coord_conv, ch[0], 5, stride=2, padding=2, bias=False),

@@ -111,6 +111,10 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
             section, name = key.split(".")
             merged[section][name] = value
         cfg = ValueConfig.from_dict(merged)
+    if cfg.train.precision != "fp32":
+        # The value head trains on cached features of the frozen encoder: nothing to speed up.
+        raise ValueError(f"value.train.precision: only fp32 is supported, "
+                         f"got {cfg.train.precision!r}")
     out = resolve_model(out, DEFAULT_OUT)
     policy_path = resolve_model(policy or cfg.data.policy, "bc_pick.pt")
     tc, td = cfg.train, cfg.td
