@@ -312,8 +312,9 @@ class LoadedModel:
     def tensors(self, images: np.ndarray, states: np.ndarray, skills: Sequence[str]):
         """(B,H,W,3) uint8 of any size, (B,5), B skill texts -> the network's input tensors."""
         images = resize_images(images, self.image_size)
-        img = preprocess_images(torch.as_tensor(np.ascontiguousarray(images)))
-        st = torch.as_tensor(np.asarray(states, np.float32))
+        # Copies: camera and state buffers may be read-only (ROS messages, cached frames).
+        img = preprocess_images(torch.as_tensor(np.array(images)))
+        st = torch.as_tensor(np.array(states, np.float32))
         txt = torch.as_tensor(self.embeddings(list(skills)))
         return img, st, txt
 
