@@ -70,13 +70,9 @@ def gripper_holds(opening: float, target: float | None,
     return closing and low + 0.005 < opening < high - 0.01
 
 
-def as_image(image: np.ndarray, size: int | None = None) -> np.ndarray:
-    """An HxWx3 uint8 RGB frame, resized to ``size`` x ``size`` when given (the learned models
-    resize to their own input size themselves)."""
-    image = np.asarray(image)
-    if size is not None and image.shape[:2] != (size, size):
-        import cv2
-        image = cv2.resize(image, (size, size), interpolation=cv2.INTER_AREA)
+def as_image(image: np.ndarray) -> np.ndarray:
+    """An HxWx3 uint8 RGB frame at the camera's size (the learned models resize it to their own
+    input size: ``LoadedModel.tensors``)."""
     return np.ascontiguousarray(image, dtype=np.uint8)
 
 
