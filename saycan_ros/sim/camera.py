@@ -40,8 +40,8 @@ _FACES = ((0, 1), (1, 2), (2, 3), (3, 0))   # box side faces by corner pair (cou
 @dataclass(frozen=True)
 class CameraMount:
     """Where the camera sits on the base (metres, base frame) and how it looks down."""
-    x: float = 0.05
-    z: float = 1.55
+    x: float = 0.05               # above the arm's mast (tried 15 cm beside it: the arm hid less of a
+    z: float = 1.55               # flat object, yet the retrained pick policy did worse, 91.7% vs 97.6%)
     pitch: float = 0.75           # radians below the horizon
     hfov: float = math.radians(60)
 
