@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from saycan_ros.kitchen import load_kitchen
-from saycan_ros.nav import (GlobalPlanner, CostMap, GridMap, Navigator, NavParams, NavStatus,
-                            PlanFailure, ScanData)
+from saycan_ros.nav import (ERROR_CODES, GlobalPlanner, CostMap, GridMap, Navigator, NavParams,
+                            NavStatus, PlanFailure, ScanData)
 from saycan_ros.place_executor import (ArmModel, CameraModel, PlaceController, PlaceParams,
                                        candidate_spots, location_at, visible_free)
 from saycan_ros.sim.floorplan import FloorPlan
@@ -123,6 +123,25 @@ def test_stops_for_an_unmapped_obstacle_then_goes_around(grid):
     path = navigator._goal.path
     assert all(not (2.3 <= x <= 2.7 and 3.9 <= y <= 4.5) for x, y in path)
     assert len(path) > 2
+
+
+def test_does_not_drive_blind_without_a_current_scan(grid):
+    open_floor = _Obstacle(-9.0, -9.0, -8.0, -8.0)          # a scan that sees nothing in the way
+    pose = (1.5, 4.2, 0.0)
+    blind = Navigator(grid)                                   # no laser expected: drives
+    assert blind.start((3.5, 4.2, 0.0), pose, 0.0) is None
+    assert blind.update(pose, None, 0.0).linear > 0.0
+    navigator = Navigator(grid, NavParams(require_scan=True, scan_wait_s=1.0))
+    assert navigator.start((3.5, 4.2, 0.0), pose, 0.0) is None
+    step = navigator.update(pose, None, 0.0)
+    assert (step.linear, step.angular) == (0.0, 0.0) and step.feedback.state == "waiting_for_scan"
+    assert navigator.update(pose, open_floor.scan(pose), 0.5).linear > 0.0   # a scan came back
+    assert navigator.update(pose, None, 0.6).linear == 0.0
+    assert navigator.update(pose, None, 1.5).result is None  # waits 1 s from the new gap (0.6)
+    step = navigator.update(pose, None, 1.7)
+    assert step.result.status == NavStatus.ABORTED
+    assert step.result.error_code == ERROR_CODES["no_scan"]
+    assert "laser scan" in step.result.error_msg and (step.linear, step.angular) == (0.0, 0.0)
 
 
 def test_blocked_without_a_way_around_aborts():

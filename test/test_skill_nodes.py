@@ -14,6 +14,7 @@ import threading  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
 
@@ -57,7 +58,7 @@ class Graph(SimGraph):
                 # The simulator, both executors and this client share one Python process here;
                 # on the loaded 2-core CI machine /odom once arrived more than 1 s late (a
                 # clean-clone run aborted "find an apple" with "odometry lost").
-                Parameter("sensor_timeout_s", value=3.0)])
+                Parameter("sensor_timeout_s", value=3.0), Parameter("scan_timeout_s", value=1.5)])
         self.place = PlaceSkillNode(context=self.context)
         self.spin(self.navigate, self.place)
         kitchen = load_kitchen()
@@ -71,6 +72,7 @@ class Graph(SimGraph):
         from sensor_msgs.msg import LaserScan
         self.client.create_subscription(Odometry, "/odom", self._on_odom, 10)
         self.obstacle_range = None          # set: every beam sees something this close
+        self.scan_lost = False              # set: the laser goes silent
         self.scan_pub = self.client.create_publisher(LaserScan, SCAN_RELAY, 10)
         self.client.create_subscription(LaserScan, "/scan", self._on_scan, qos_profile_sensor_data)
 
@@ -78,6 +80,8 @@ class Graph(SimGraph):
         self.odom = msg
 
     def _on_scan(self, msg):
+        if self.scan_lost:
+            return
         if self.obstacle_range is not None:
             msg.ranges = [float(self.obstacle_range)] * len(msg.ranges)
         self.scan_pub.publish(msg)
@@ -169,7 +173,13 @@ def test_stops_for_obstacles_on_the_scan(graph):
     graph.reset({"robot_at": "table"})
     graph.obstacle_range = 0.6          # someone right around the robot, not on the map
     try:
-        time.sleep(0.3)
+        # Until the node has that scan, its latest one (fresh, but taken before) shows a clear
+        # way; a fixed 0.3 s wait was too short on a loaded CI machine (it crept 2.4 cm).
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline and not (
+                graph.navigate._scan is not None and np.allclose(graph.navigate._scan.ranges, 0.6)):
+            time.sleep(0.05)
+        assert np.allclose(graph.navigate._scan.ranges, 0.6), "the ring scan never arrived"
         before = _pose(graph)
         result = graph.router.execute("go to the far counter", 20.0)
     finally:
@@ -177,6 +187,29 @@ def test_stops_for_obstacles_on_the_scan(graph):
     assert not result.success and "blocked" in result.message, result.message
     assert _pose(graph) == pytest.approx(before, abs=0.01)     # it never drove into it
     assert graph.stopped()
+
+
+def test_does_not_drive_without_a_laser_scan(graph):
+    graph.reset({"robot_at": "table"})
+    graph.scan_lost = True
+    try:
+        time.sleep(1.6)                 # the last scan is now older than scan_timeout_s (1.5 s)
+        before = _pose(graph)
+        started = time.monotonic()
+        result = graph.router.execute("go to the far counter", 20.0)
+        took = time.monotonic() - started
+    finally:
+        graph.scan_lost = False
+    assert not result.success and "no current laser scan" in result.message, result.message
+    assert took < 2.0 + 3.0                               # scan_wait_s, then it gave up
+    assert _pose(graph) == pytest.approx(before, abs=0.01)     # it never drove blind
+    assert graph.stopped()
+
+
+def test_rejects_a_scan_timeout_that_would_never_see_a_scan(graph):
+    with pytest.raises(ValueError, match="scan_timeout_s must be > 0"):
+        NavigateSkillNode(context=graph.context, parameter_overrides=[
+            Parameter("scan_timeout_s", value=0.0)])
 
 
 def test_place_over_dds(graph):

@@ -53,6 +53,7 @@ ERROR_CODES = {
     "blocked": 9200,
     "no_progress": 9201,
     "no_odometry": 9202,
+    "no_scan": 9203,
 }
 
 
@@ -68,6 +69,11 @@ class NavParams:
     replan_period_s: float = 0.0         # > 0: replan from the current pose this often
     backup_distance: float = 0.15        # backup behaviour when stuck, m
     backup_speed: float = 0.1            # m/s
+    # Without a current scan the collision monitor is blind: with require_scan the base does not
+    # drive forward on a missing scan (update(scan=None)); it waits, then aborts (Nav2's
+    # collision monitor likewise stops when a source times out).
+    require_scan: bool = False
+    scan_wait_s: float = 2.0
 
 
 @dataclass
@@ -77,7 +83,9 @@ class NavFeedback:
     estimated_time_remaining: float
     number_of_recoveries: int
     distance_remaining: float
-    state: str = "following"            # following | waiting_for_obstacle | backing_up | rotating
+    # following | rotating | waiting_for_obstacle | waiting_for_scan | backing_up | replanned |
+    # arrived | aborted
+    state: str = "following"
 
     def to_dict(self) -> dict:
         return {"current_pose": [round(v, 4) for v in self.current_pose],
@@ -114,6 +122,7 @@ class _Goal:
     path: list = field(default_factory=list)
     recoveries: int = 0
     blocked_since: float | None = None
+    scan_missing_since: float | None = None
     progress_pose: Pose | None = None
     progress_time: float = 0.0
     last_plan: float = 0.0
@@ -232,6 +241,16 @@ class Navigator:
             return NavStep(0.0, 0.0, fb, self._finish(NavStatus.SUCCEEDED, "none", "goal reached"))
 
         # Collision monitor: unmapped obstacles on the path ahead stop the robot.
+        if scan is None and command.linear > 0.0 and p.require_scan:
+            if goal.scan_missing_since is None:
+                goal.scan_missing_since = now
+            if now - goal.scan_missing_since >= p.scan_wait_s:
+                return self._abort("no_scan", f"no current laser scan for {p.scan_wait_s:g} s: "
+                                              f"not driving without obstacle detection", pose, now)
+            goal.progress_time = now            # waiting is not a lack of progress
+            return NavStep(0.0, 0.0, self._feedback(pose, now, "waiting_for_scan"))
+        if scan is not None:
+            goal.scan_missing_since = None
         if scan is not None and command.linear > 0.0:
             ahead = goal.follower.path_ahead(pose[0], pose[1],
                                              self.monitor.lookahead(command.linear))

@@ -57,6 +57,9 @@ DEFAULTS = {
     "progress_timeout_s": 8.0,
     "map_timeout_s": 5.0,            # wait this long for /map and /odom before failing
     "sensor_timeout_s": 1.0,         # odometry older than this stops the robot
+    "scan_timeout_s": 0.5,           # a scan older than this is no scan ...
+    "require_scan": True,            # ... and without one the base does not drive forward
+    "scan_wait_s": 2.0,              # (it waits this long for one, then the goal fails)
     "laser_x": 0.2,                  # base_link -> laser when tf does not say (m)
 }
 
@@ -74,6 +77,9 @@ class NavigateSkillNode(SkillServerNode):
         p = self.params
         if p["backend"] not in ("builtin", "nav2"):
             raise ValueError(f"backend must be builtin or nav2, got {p['backend']!r}")
+        if not float(p["scan_timeout_s"]) > 0 or not float(p["scan_wait_s"]) >= 0:
+            raise ValueError(f"scan_timeout_s must be > 0 and scan_wait_s >= 0, got "
+                             f"{p['scan_timeout_s']} and {p['scan_wait_s']}")
         self.nav_params = NavParams(
             follower=FollowerParams(max_linear=float(p["max_linear_speed"]),
                                     max_angular=float(p["max_angular_speed"]),
@@ -84,7 +90,8 @@ class NavigateSkillNode(SkillServerNode):
                                safety_margin=float(p["safety_margin"]),
                                inflation_radius=float(p["inflation_radius"])),
             obstacle_wait_s=float(p["obstacle_wait_s"]), max_recoveries=int(p["max_recoveries"]),
-            progress_timeout_s=float(p["progress_timeout_s"]))
+            progress_timeout_s=float(p["progress_timeout_s"]),
+            require_scan=bool(p["require_scan"]), scan_wait_s=float(p["scan_wait_s"]))
         self.navigator = Navigator(params=self.nav_params, on_path=self._publish_path)
         self._map_lock = threading.Lock()
         self._grid: GridMap | None = None
@@ -214,7 +221,8 @@ class NavigateSkillNode(SkillServerNode):
                     self.stop_robot()
                     self.navigator.cancel()
                     return False, f"odometry lost on the way to the {location}"
-                scan = self._scan if now - self._scan_time < 0.5 else None
+                fresh = now - self._scan_time < float(self.params["scan_timeout_s"])
+                scan = self._scan if fresh else None
                 step = self.navigator.update(self.odom.pose(), scan, now)
                 twist = Twist()
                 twist.linear.x, twist.angular.z = float(step.linear), float(step.angular)
