@@ -174,7 +174,7 @@ def test_stops_for_obstacles_on_the_scan(graph):
     graph.obstacle_range = 0.6          # someone right around the robot, not on the map
     try:
         # Until the node has that scan, its latest one (fresh, but taken before) shows a clear
-        # way; a fixed 0.3 s wait was too short on a loaded CI machine (it crept 2.4 cm).
+        # way: a fixed 0.3 s wait can be too short on a loaded CI machine (one run crept 2.4 cm).
         deadline = time.monotonic() + 5.0
         while time.monotonic() < deadline and not (
                 graph.navigate._scan is not None and np.allclose(graph.navigate._scan.ranges, 0.6)):
@@ -206,10 +206,16 @@ def test_does_not_drive_without_a_laser_scan(graph):
     assert graph.stopped()
 
 
-def test_rejects_a_scan_timeout_that_would_never_see_a_scan(graph):
-    with pytest.raises(ValueError, match="scan_timeout_s must be > 0"):
-        NavigateSkillNode(context=graph.context, parameter_overrides=[
-            Parameter("scan_timeout_s", value=0.0)])
+def test_rejects_a_scan_timeout_that_would_never_see_a_scan():
+    import rclpy
+    context = rclpy.Context()              # its own: the half-built node goes with it
+    rclpy.init(context=context, domain_id=DOMAIN_ID)
+    try:
+        with pytest.raises(ValueError, match="scan_timeout_s must be > 0"):
+            NavigateSkillNode(context=context, parameter_overrides=[
+                Parameter("scan_timeout_s", value=0.0)])
+    finally:
+        rclpy.shutdown(context=context)
 
 
 def test_place_over_dds(graph):
