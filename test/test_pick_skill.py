@@ -59,7 +59,8 @@ class Graph(SimGraph):
             Parameter("affordance_file", value="affordance_sim.yaml")])
         self.spin(self.pick, self.affordance)
         self.skills = load_skills(load_kitchen())
-        self.router = RoutingExecutor(self.client, load_registry(None, self.skills), timeout_s=2.0)
+        # More than the executor's stop_grace_s (2 s) + settle_s on top of a skill's timeout.
+        self.router = RoutingExecutor(self.client, load_registry(None, self.skills), timeout_s=3.0)
         self.pick_client = self.client.create_client(ExecuteSkill, "/pick_skill")
         self.cancel_client = self.client.create_client(Trigger, "/pick_skill/cancel")
         self.score_client = self.client.create_client(SkillScore, AFFORDANCE_SERVICE)

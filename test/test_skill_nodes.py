@@ -63,7 +63,9 @@ class Graph(SimGraph):
         self.spin(self.navigate, self.place)
         kitchen = load_kitchen()
         self.skills = load_skills(kitchen)
-        self.router = RoutingExecutor(self.client, load_registry(None, self.skills), timeout_s=1.0)
+        # On top of a skill's timeout the executor may take stop_grace_s (2 s) to wind it down,
+        # then settle_s: wait longer than that, or a slow stop reads as "did not answer".
+        self.router = RoutingExecutor(self.client, load_registry(None, self.skills), timeout_s=3.0)
         self.nav_client = self.client.create_client(ExecuteSkill, "/navigate_skill")
         self.cancel_client = self.client.create_client(Trigger, "/navigate_skill/cancel")
         self.odom = None
