@@ -359,6 +359,20 @@ def test_bf16_training_keeps_keypoints_in_float32_and_rejects_unknown_precision(
         autocast("fp16")
 
 
+def test_auto_precision_uses_bfloat16_only_where_the_cpu_has_it(monkeypatch):
+    """``precision: auto`` (the shipped setting) trains in bfloat16 on a CPU with native
+    bfloat16 and in float32 elsewhere, where emulated bfloat16 is an order of magnitude slower."""
+    from saycan_ros.learning import modeling_common as mc
+    for native, expected in ((True, "bf16"), (False, "fp32")):
+        monkeypatch.setattr(mc, "native_bf16", lambda native=native: native)
+        assert mc.resolve_precision("auto") == expected
+        with mc.autocast("auto"):
+            assert torch.is_autocast_enabled("cpu") == (expected == "bf16")
+    assert mc.resolve_precision("bf16") == "bf16" and mc.resolve_precision("fp32") == "fp32"
+    with pytest.raises(ValueError, match="precision"):
+        mc.resolve_precision("float16")
+
+
 def test_loaded_models_resize_camera_frames_to_their_input_size():
     """A frame of another size (a real camera, an old simulator setting) is resized to the
     network's ``image_size`` before the forward pass; frames of the right size pass unchanged."""

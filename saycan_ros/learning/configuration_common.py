@@ -57,7 +57,8 @@ class TrainConfig:
     warmup: int = 200
     threads: int = 1                  # torch threads (1: best on a shared 2-core machine)
     precision: str = "fp32"           # "bf16": convolutions under bfloat16 autocast (weights,
-                                      # optimiser and keypoint softmax stay float32)
+                                      # optimiser and keypoint softmax stay float32); "auto":
+                                      # bf16 where the CPU has it natively, else fp32
 
 
 class SectionConfig:

@@ -38,6 +38,7 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
     from saycan_ros.learning import data as D
     from saycan_ros.learning.modeling_bc import (BCPolicyNet, PickPolicy, augment, autocast,
                                                  bc_loss, count_parameters, cosine_lr)
+    from saycan_ros.learning.modeling_common import native_bf16, resolve_precision
     from saycan_ros.learning.text_encoder import ENCODER_NAME, EmbeddingTable
 
     cfg = BCConfig.load(config_path)
@@ -48,7 +49,7 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
             merged[section][name] = value
         cfg = BCConfig.from_dict(merged)
     check_sampling(dict(cfg.train.oversample), cfg.train.grasp_weight)
-    autocast(cfg.train.precision)                     # rejects an unknown precision up front
+    precision = resolve_precision(cfg.train.precision)   # rejects an unknown one up front
     out = resolve_model(out, DEFAULT_OUT)
     torch.set_num_threads(cfg.train.threads)
     torch.manual_seed(seed)
@@ -70,6 +71,7 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
     aux = torch.from_numpy(demos["aux"])
     pix = torch.from_numpy(demos["pix"])
     skill_index = torch.from_numpy(demos["skill_index"].astype(np.int64))
+    log(f"training precision: {precision} (config: {cfg.train.precision})")
     log(f"demonstrations: {int(demos['ep_seed'].size)} episodes, {len(images)} frames, expert "
         f"success under noise {demos['ep_success'].mean():.1%} ({t_data:.0f} s)")
 
@@ -133,7 +135,7 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
             idx = torch.multinomial(weights, tc.batch_size, replacement=True, generator=gen)
         x, shift = augment(images[idx], cfg.augment, gen, return_shift=True)
         x = (x - 0.5) / 0.25
-        with autocast(tc.precision):
+        with autocast(precision):
             out_ = net(x, states[idx], text_matrix[skill_index[idx]])
         loss, parts = bc_loss(out_, actions[idx], aux[idx], tc.aux_weight,
                               pix[idx] + shift.repeat(1, 2))
@@ -170,7 +172,8 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
         "training": {"steps": tc.steps, "samples": tc.steps * tc.batch_size,
                      "data_seconds": round(t_data, 1), "train_seconds": round(t_train, 1),
                      "total_seconds": round(time.time() - t_start, 1),
-                     "threads": tc.threads, "torch": torch.__version__,
+                     "threads": tc.threads, "precision": precision,
+                     "native_bf16": native_bf16(), "torch": torch.__version__,
                      "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
                      "final_losses": history[-1] if history else None, "loss_curve": history[::5]},
         "metrics": {"quick_check": quick},
