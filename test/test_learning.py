@@ -225,6 +225,21 @@ def test_cli_registers_its_commands():
     assert parser.parse_args(["eval-skill", "navigate"]).skill == "navigate"
 
 
+def test_train_overrides_parse_json_and_keep_plain_text():
+    """``--set`` values are JSON where they parse and text otherwise: ``train.precision=fp32``
+    used to die in the JSON parser (its first letter looked like ``false``)."""
+    from saycan_ros.learning.cli import _overrides
+    assert _overrides(["train.steps=200", "train.precision=fp32", "data.noise=[0, 0.1]",
+                       "train.oversample={\"box\": 2}", "model.coord_conv=false",
+                       "train.lr=1e-3", "dagger.rounds=-1", 'data.name="tall"']) == {
+        "train.steps": 200, "train.precision": "fp32", "data.noise": [0, 0.1],
+        "train.oversample": {"box": 2}, "model.coord_conv": False, "train.lr": 1e-3,
+        "dagger.rounds": -1, "data.name": "tall"}
+    for bad in ("steps=3", "train.steps"):
+        with pytest.raises(SystemExit, match="SECTION.KEY=VALUE"):
+            _overrides([bad])
+
+
 def test_saycan_cli_has_the_learning_commands():
     from saycan_ros.cli import build_parser
     parser = build_parser()

@@ -40,8 +40,17 @@ def _overrides(pairs) -> dict:
         key, _, value = pair.partition("=")
         if not _ or "." not in key:
             raise SystemExit(f"--set expects SECTION.KEY=VALUE, got {pair!r}")
-        out[key] = json.loads(value) if value[:1] in "[{0123456789-tfn" else value
+        out[key] = _value(value)
     return out
+
+
+def _value(text: str):
+    """A ``--set`` value: JSON where it parses (numbers, lists, true/false/null, "quoted"),
+    else the text itself (``train.precision=fp32``)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
 
 
 def _dump(path, result) -> None:
