@@ -240,6 +240,20 @@ def test_train_overrides_parse_json_and_keep_plain_text():
             _overrides([bad])
 
 
+@pytest.mark.parametrize("command, setting, message", [
+    ("bc", "trian.steps=3", "cannot set 'trian.steps'"),
+    ("bc", "train.stepz=3", "unknown keys ['stepz']"),
+    ("bc", "train.precision=fp16", "precision: expected one of"),
+    ("value", "train.precision=bf16", "only fp32 is supported")])
+def test_train_rejects_a_bad_setting_in_one_line_before_any_work(tmp_path, command, setting,
+                                                                  message):
+    from saycan_ros.cli import main
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", command, "--out", str(tmp_path / "x.pt"), "--set", setting])
+    assert str(exit_.value).startswith(f"saycan train {command}: ") and message in str(exit_.value)
+    assert not list(tmp_path.iterdir())
+
+
 def test_saycan_cli_has_the_learning_commands():
     from saycan_ros.cli import build_parser
     parser = build_parser()

@@ -45,6 +45,22 @@ def fingerprint(data: Mapping) -> str:
     return hashlib.sha1(json.dumps(data, sort_keys=True).encode()).hexdigest()[:10]
 
 
+def with_overrides(cfg, overrides: Mapping[str, Any] | None):
+    """``cfg`` (a SectionConfig) with ``{"part.key": value}`` overrides (``--set``) applied;
+    an unknown part or key is a ConfigError, raised before any work is done."""
+    if not overrides:
+        return cfg
+    merged = cfg.to_dict()
+    parts = sorted(k for k, v in merged.items() if isinstance(v, dict))
+    for key, value in overrides.items():
+        part, _, name = key.partition(".")
+        if part not in parts or not name:
+            raise ConfigError(f"{cfg.SECTION}: cannot set {key!r}: expected PART.KEY with PART one "
+                              f"of {parts}")
+        merged[part][name] = value
+    return type(cfg).from_dict(merged)
+
+
 def load_section(path, section: str) -> tuple[dict, str]:
     data, source = load_yaml(path, default_name="learning.yaml")
     if section not in data or not isinstance(data[section], Mapping):

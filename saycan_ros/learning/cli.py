@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -61,16 +62,28 @@ def _dump(path, result) -> None:
 
 def cmd_train_bc(args) -> int:
     from saycan_ros.learning.train_bc import train_bc
-    train_bc(config_path=args.config or None, seed=args.seed, out=args.out or None,
-             overrides=_overrides(args.set))
+    with _config_errors("train bc"):
+        train_bc(config_path=args.config or None, seed=args.seed, out=args.out or None,
+                 overrides=_overrides(args.set))
     return 0
 
 
 def cmd_train_value(args) -> int:
     from saycan_ros.learning.train_value import train_value
-    train_value(config_path=args.config or None, seed=args.seed, out=args.out or None,
-                policy=args.policy or None, overrides=_overrides(args.set))
+    with _config_errors("train value"):
+        train_value(config_path=args.config or None, seed=args.seed, out=args.out or None,
+                    policy=args.policy or None, overrides=_overrides(args.set))
     return 0
+
+
+@contextlib.contextmanager
+def _config_errors(command: str):
+    """A bad configuration or ``--set`` is one clear line (exit status 1), not a traceback."""
+    from saycan_ros.config import ConfigError
+    try:
+        yield
+    except ConfigError as error:
+        raise SystemExit(f"saycan {command}: {error}") from None
 
 
 def cmd_eval_value(args) -> int:

@@ -367,7 +367,8 @@ def native_bf16() -> bool:
 def resolve_precision(precision: str) -> str:
     """``fp32`` or ``bf16``: ``auto`` is bf16 where the CPU has it natively, else fp32."""
     if precision not in PRECISIONS:
-        raise ValueError(f"precision: expected one of {PRECISIONS}, got {precision!r}")
+        from saycan_ros.config import ConfigError     # a ValueError
+        raise ConfigError(f"precision: expected one of {PRECISIONS}, got {precision!r}")
     if precision == "auto":
         return "bf16" if native_bf16() else "fp32"
     return precision

@@ -17,6 +17,8 @@ from typing import Callable
 import numpy as np
 
 from saycan_ros.learning import resolve_model
+from saycan_ros.config import ConfigError
+from saycan_ros.learning._config_util import with_overrides
 from saycan_ros.learning.configuration_bc import BCConfig
 
 DEFAULT_OUT = "bc_pick.pt"
@@ -41,13 +43,7 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
     from saycan_ros.learning.modeling_common import native_bf16, resolve_precision
     from saycan_ros.learning.text_encoder import ENCODER_NAME, EmbeddingTable
 
-    cfg = BCConfig.load(config_path)
-    if overrides:
-        merged = cfg.to_dict()
-        for key, value in overrides.items():          # "train.steps": 100
-            section, name = key.split(".")
-            merged[section][name] = value
-        cfg = BCConfig.from_dict(merged)
+    cfg = with_overrides(BCConfig.load(config_path), overrides)   # "train.steps": 100
     check_sampling(dict(cfg.train.oversample), cfg.train.grasp_weight)
     precision = resolve_precision(cfg.train.precision)   # rejects an unknown one up front
     out = resolve_model(out, DEFAULT_OUT)
@@ -199,9 +195,9 @@ def check_sampling(oversample: dict, grasp_weight: float) -> None:
     """Reject sampling settings that make no sense (before any data is built)."""
     unknown = set(oversample) - {"cylinder", "sphere", "box"}
     if unknown:
-        raise ValueError(f"bc.train.oversample: unknown shape kinds {sorted(unknown)}")
+        raise ConfigError(f"bc.train.oversample: unknown shape kinds {sorted(unknown)}")
     if not (isinstance(grasp_weight, (int, float)) and math.isfinite(grasp_weight) and grasp_weight > 0):
-        raise ValueError(f"bc.train.grasp_weight: expected a positive number, got {grasp_weight!r}")
+        raise ConfigError(f"bc.train.grasp_weight: expected a positive number, got {grasp_weight!r}")
 
 
 def object_weights(texts, oversample: dict) -> list[float]:

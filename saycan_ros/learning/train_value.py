@@ -23,6 +23,8 @@ from typing import Callable
 import numpy as np
 
 from saycan_ros.learning import resolve_model
+from saycan_ros.config import ConfigError
+from saycan_ros.learning._config_util import with_overrides
 from saycan_ros.learning.configuration_value import ValueConfig
 
 DEFAULT_OUT = "value_pick.pt"
@@ -104,16 +106,10 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
     from saycan_ros.learning.text_encoder import ENCODER_NAME, EmbeddingTable
     from saycan_ros.learning.train_bc import write_record
 
-    cfg = ValueConfig.load(config_path)
-    if overrides:
-        merged = cfg.to_dict()
-        for key, value in overrides.items():
-            section, name = key.split(".")
-            merged[section][name] = value
-        cfg = ValueConfig.from_dict(merged)
+    cfg = with_overrides(ValueConfig.load(config_path), overrides)   # "train.steps": 100
     if cfg.train.precision != "fp32":
         # The value head trains on cached features of the frozen encoder: nothing to speed up.
-        raise ValueError(f"value.train.precision: only fp32 is supported, "
+        raise ConfigError(f"value.train.precision: only fp32 is supported, "
                          f"got {cfg.train.precision!r}")
     out = resolve_model(out, DEFAULT_OUT)
     policy_path = resolve_model(policy or cfg.data.policy, "bc_pick.pt")
