@@ -19,14 +19,14 @@ from saycan_ros.srv import GetWorldState, ResetWorld
 
 
 class SimGraph:
-    def __init__(self, tmp: Path, domain_id: int, client_name: str):
+    def __init__(self, tmp: Path, domain_id: int, client_name: str, sim_args: tuple = ()):
         env = dict(os.environ, ROS_DOMAIN_ID=str(domain_id),
                    ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
         env.pop("ROS_STATIC_PEERS", None)
         self.tmp = tmp
         self.log = open(tmp / "kitchen_sim.log", "w")
         self.sim = subprocess.Popen([sys.executable, "-m", "saycan_ros.nodes.kitchen_sim_node",
-                                     "--ros-args", "-p", "camera_rate_hz:=10.0"],
+                                     "--ros-args", "-p", "camera_rate_hz:=10.0", *sim_args],
                                     cwd=tmp, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=domain_id)
@@ -42,7 +42,8 @@ class SimGraph:
         self.executor = MultiThreadedExecutor(num_threads=6, context=self.context)
         for node in self.nodes:
             self.executor.add_node(node)
-        threading.Thread(target=self.executor.spin, daemon=True).start()
+        self.spin_thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.spin_thread.start()
 
     def reset(self, init: dict, seed: int = 1) -> int:
         response = call_service(self.client, self.reset_client,
@@ -70,6 +71,8 @@ class SimGraph:
     def close(self) -> None:
         if self.executor is not None:
             self.executor.shutdown(timeout_sec=2.0)
+            # Destroy nothing while the spin thread may still dispatch a callback to it.
+            self.spin_thread.join(timeout=5.0)
         for node in self.nodes:
             node.destroy_node()
         rclpy.shutdown(context=self.context)
