@@ -26,6 +26,7 @@ EXECUTABLES = {
     "navigate_skill": "saycan_ros.nodes.navigate_skill_node",
     "place_skill": "saycan_ros.nodes.place_skill_node",
     "pick_skill": "saycan_ros.nodes.pick_skill_node",
+    "ee_view": "saycan_ros.nodes.ee_view_node",
 }
 
 

@@ -24,7 +24,7 @@ from sensor_msgs.msg import CameraInfo, Image, JointState, LaserScan  # noqa: E4
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
-from saycan_ros.sim import HEAD_CAMERA_SIZE  # noqa: E402
+from saycan_ros.sim import EE_VIEW_SIZE, EE_VIEW_ZOOM, HEAD_CAMERA_SIZE  # noqa: E402
 
 try:
     from saycan_ros.msg import WorldState
@@ -57,6 +57,8 @@ class Probe:
         self.counts: dict[str, int] = {}
         topics = [("odom", Odometry, 10), ("joint_states", JointState, 10),
                   ("camera/image_raw", Image, 5), ("camera/camera_info", CameraInfo, 5),
+                  ("camera/ee_view/image_raw", Image, 5),
+                  ("camera/ee_view/camera_info", CameraInfo, 5),
                   ("scan", LaserScan, 5), ("map", OccupancyGrid, LATCHED)]
         if TFMessage is not None:
             topics.append(("tf", TFMessage, 50))
@@ -192,6 +194,15 @@ def test_camera_image_and_info_arrive(sim):
     assert len(set(bytes(image.data))) > 10           # a picture, not a blank frame
     info = probe.wait_for(lambda: probe.latest.get("camera/camera_info"), 2.0, "camera_info")
     assert info.k[0] > 0 and info.header.frame_id == image.header.frame_id == "camera_optical_frame"
+    # The end-effector view: the same optical frame, the head camera's focal length x zoom,
+    # its principal point where the crop sits (the fingertips at the centre).
+    view = probe.wait_for(lambda: probe.latest.get("camera/ee_view/image_raw"), 2.0, "the ee view")
+    assert (view.width, view.height, view.encoding) == (EE_VIEW_SIZE, EE_VIEW_SIZE, "rgb8")
+    assert len(set(bytes(view.data))) > 10
+    view_info = probe.wait_for(lambda: probe.latest.get("camera/ee_view/camera_info"), 2.0,
+                               "the ee view's camera_info")
+    assert view_info.header.frame_id == "camera_optical_frame"
+    assert view_info.k[0] == pytest.approx(EE_VIEW_ZOOM * info.k[0])
     scan = probe.wait_for(lambda: probe.latest.get("scan"), 2.0, "a laser scan")
     assert len(scan.ranges) == 360 and min(scan.ranges) > 0.0
     grid = probe.wait_for(lambda: probe.latest.get("map"), 2.0, "the map (transient local)")

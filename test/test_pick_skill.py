@@ -76,7 +76,7 @@ class Graph(SimGraph):
             instruction="test", skills=list(skills), min_state_revision=revision), 30, "score")
 
     def ready(self) -> bool:
-        return self.pick.joints() is not None and self.pick._image is not None and bool(self.joint_log)
+        return self.pick.sensors_ready() and bool(self.joint_log)
 
     def arm_still(self, seconds=0.5) -> bool:
         """The arm joints did not move over the last ``seconds`` (after waiting that long)."""

@@ -57,6 +57,34 @@ def test_observation_carries_skill_and_state(pick_env):
         pick_env.reset(options={"infeasible": "on the moon"})
 
 
+def test_end_effector_view_is_a_finer_crop_of_the_head_camera_at_the_fingertips():
+    """``ee_view``: the observation also holds the end-effector view, which is the crop of a
+    head camera ``zoom`` times finer around the fingertips, wherever the arm goes."""
+    from saycan_ros.sim.camera import Camera
+    env = KitchenSkillEnv("pick", ee_view=48, ee_view_zoom=2.0)
+    check_env(env, skip_render_check=True)
+    obs, _ = env.reset(seed=3, options={"object": "energy bar", "location": "table"})
+    assert obs["ee_image"].shape == (48, 48, 3) and obs in env.observation_space
+    view, finer = env.ee_camera, Camera(env.world, 2 * HEAD_CAMERA_SIZE, 2 * HEAD_CAMERA_SIZE)
+    expert = env.expert()
+    origins = set()
+    for _ in range(12):
+        rotation, position = view.pose()
+        c = (np.asarray(env.world.ee_world()) - position) @ rotation
+        assert np.abs(c[:2] * view.f / c[2] + (view.cx, view.cy) - 24).max() <= 0.5   # centred
+        x0, y0 = int(HEAD_CAMERA_SIZE - view.cx), int(HEAD_CAMERA_SIZE - view.cy)
+        crop = finer.render()[y0:y0 + 48, x0:x0 + 48]
+        assert crop.shape == (48, 48, 3)
+        differs = (np.abs(crop.astype(int) - obs["ee_image"]).max(axis=2) > 0).mean()
+        assert differs < 0.01                        # anti-aliased edges at most
+        origins.add((x0, y0))
+        obs, *_ = env.step(expert.clean_action())
+    assert len(origins) > 6                          # the crop followed the gripper
+    assert "ee_image" not in KitchenSkillEnv("pick").reset(seed=3)[0]
+    with pytest.raises(ValueError, match="zoom"):
+        KitchenSkillEnv("pick", ee_view=48, ee_view_zoom=0.5)
+
+
 def test_same_seed_same_episode(pick_env):
     a, _ = pick_env.reset(seed=11)
     b, _ = pick_env.reset(seed=11)

@@ -68,6 +68,10 @@ def test_learned_pick_in_the_simulated_kitchen(kitchen):
     assert obs["image"].shape == (HEAD_CAMERA_SIZE, HEAD_CAMERA_SIZE, 3)
     assert obs["image"].dtype == np.uint8
     assert obs["state"][4] == 0.0
+    size = world.policy.ee_view                  # the end-effector view, if the policy takes one
+    assert ("ee_image" in obs) == bool(size)
+    if size:
+        assert obs["ee_image"].shape == (size, size, 3)
     outcome = world.execute(skills.get("pick up the coke can"))
     assert outcome.success, outcome.message
     assert world.holding == "coke can" and world.snapshot().objects["coke can"] == "gripper"

@@ -38,6 +38,11 @@ class FiLMNetConfig:
                                       # coarse map upsampled plus a correction from this many
                                       # channels of the stage before (1 px of error is 1.2-1.8 cm
                                       # on the table; the 4-px cells of the coarse map were too coarse)
+    ee_view: int = 0                  # >0: a second input, the end-effector view (a crop of the
+                                      # head camera around the fingertips, this many px square,
+                                      # sim/camera.EEViewCamera), through its own encoder of the
+                                      # same kind; its first keypoint learns the target's pixel
+    ee_view_zoom: float = 2.0         # its pixels per head-camera pixel
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,14 @@ class TrainConfig:
     precision: str = "fp32"           # "bf16": convolutions under bfloat16 autocast (weights,
                                       # optimiser and keypoint softmax stay float32); "auto":
                                       # bf16 where the CPU has it natively, else fp32
+
+    def __post_init__(self):
+        for name in ("steps", "batch_size", "threads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}: expected at least 1, got {getattr(self, name)!r}")
+        if not self.lr > 0 or self.warmup < 0 or self.weight_decay < 0:
+            raise ValueError(f"lr must be > 0, warmup and weight_decay >= 0 (got lr {self.lr!r}, "
+                             f"warmup {self.warmup!r}, weight_decay {self.weight_decay!r})")
 
 
 class SectionConfig:

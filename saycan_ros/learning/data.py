@@ -25,9 +25,10 @@ import numpy as np
 
 from saycan_ros.learning import PICK_TEMPLATE, cache_dir
 from saycan_ros.learning._config_util import fingerprint
-from saycan_ros.sim import HEAD_CAMERA_SIZE
+from saycan_ros.sim import EE_VIEW_ZOOM, HEAD_CAMERA_SIZE
 
-DATA_VERSION = 5                      # bump when rendering or the expert change (5: close rule)
+DATA_VERSION = 6                      # bump when rendering or the expert change (5: close rule;
+                                      # 6: the end-effector view black beyond the head frame)
 MAX_STEPS = 50
 #: Other objects beside the target at its location (the task scenes hold up to 7 in all). One
 #: default for demonstrations, rollouts and evaluations: a start re-created with another range
@@ -38,7 +39,9 @@ SCENE_DISTRACTORS = (1, 6)
 PICK_REASONS = ("absent", "holding", "out_of_reach", "away")
 EVAL_SEED_BASE = 900_000_000
 
-#: policy(images (B,H,W,3) uint8, states (B,5) float32, skills list[str]) -> actions (B,5)
+#: policy(images (B,H,W,3) uint8, states (B,5) float32, skills list[str]) -> actions (B,5);
+#: a policy with an ``ee_view`` attribute > 0 is also given ``ee_images=`` (B,S,S,3) uint8, the
+#: end-effector views (``sim.camera.EEViewCamera``) of that side, at its ``ee_view_zoom``
 PolicyFn = Callable[[np.ndarray, np.ndarray, Sequence[str]], np.ndarray]
 
 
@@ -58,9 +61,25 @@ def pick_skill(obj: str) -> str:
 
 
 def make_pick_env(image_size: int = HEAD_CAMERA_SIZE,
-                  distractors: tuple[int, int] = SCENE_DISTRACTORS):
+                  distractors: tuple[int, int] = SCENE_DISTRACTORS, ee_view: int = 0,
+                  ee_view_zoom: float = EE_VIEW_ZOOM):
     from saycan_ros.sim.envs import KitchenSkillEnv
-    return KitchenSkillEnv("pick", image_size=image_size, distractors=tuple(distractors))
+    return KitchenSkillEnv("pick", image_size=image_size, distractors=tuple(distractors),
+                           ee_view=ee_view, ee_view_zoom=ee_view_zoom)
+
+
+def ee_view_of(policy) -> tuple[int, float]:
+    """(side, zoom) of the end-effector view a policy takes; side 0: none."""
+    return int(getattr(policy, "ee_view", 0) or 0), float(getattr(policy, "ee_view_zoom", EE_VIEW_ZOOM))
+
+
+def call_policy(policy: PolicyFn, obs: Sequence[dict]) -> np.ndarray:
+    """One batched policy call on pick-env observations."""
+    images = np.stack([o["image"] for o in obs])
+    states = np.stack([o["state"] for o in obs]).astype(np.float32)
+    skills = [o["skill"] for o in obs]
+    extra = {"ee_images": np.stack([o["ee_image"] for o in obs])} if ee_view_of(policy)[0] else {}
+    return np.asarray(policy(images, states, skills, **extra), dtype=np.float32)
 
 
 @dataclass(frozen=True)
@@ -132,29 +151,41 @@ def target_offset(world, target: str) -> np.ndarray:
 
 def image_points(env, target: str) -> np.ndarray:
     """Pixel (u, v) of the target's centre and of the fingertips in the head camera image,
-    continuous coordinates (0..width): the auxiliary keypoint labels (privileged, training only)."""
+    continuous coordinates (0..width), and with an end-effector view the target's (u, v) in it
+    (as last rendered; clipped to the view): the auxiliary keypoint labels (privileged,
+    training only)."""
     w, cam = env.world, env.camera
-    rotation, position = cam.pose()
     obj = w.objects[target]
-    points = np.array([[obj.x, obj.y, obj.z + 0.5 * obj.shape.height], w.ee_world()])
+    centre = [obj.x, obj.y, obj.z + 0.5 * obj.shape.height]
+    uv = np.clip(_pixels(cam, np.array([centre, w.ee_world()])), -cam.width, 2 * cam.width)
+    ee_cam = getattr(env, "ee_camera", None)
+    if ee_cam is not None:
+        uv = np.vstack([uv, np.clip(_pixels(ee_cam, np.array([centre])), 0, ee_cam.width)])
+    return uv.astype(np.float32).reshape(-1)
+
+
+def _pixels(cam, points: np.ndarray) -> np.ndarray:
+    rotation, position = cam.pose()
     c = (points - position) @ rotation
     z = np.maximum(c[:, 2:3], 0.05)
-    uv = c[:, :2] * (cam.f / z) + (cam.cx, cam.cy)
-    return np.clip(uv, -cam.width, 2 * cam.width).astype(np.float32).reshape(4)
+    return c[:, :2] * (cam.f / z) + (cam.cx, cam.cy)
 
 
 # -- demonstrations ------------------------------------------------------------------------------
 def collect_demos(episodes: int, seed_base: int, noise: tuple[float, float],
                   distractors=SCENE_DISTRACTORS, image_size: int = HEAD_CAMERA_SIZE,
-                  progress: bool = True, undershoot: float = 0.0) -> dict:
-    """Expert demonstrations with DART noise injection on object-balanced feasible starts."""
+                  progress: bool = True, undershoot: float = 0.0, ee_view: int = 0,
+                  ee_view_zoom: float = EE_VIEW_ZOOM) -> dict:
+    """Expert demonstrations with DART noise injection on object-balanced feasible starts
+    (``ee_view`` > 0: with end-effector views of that side, ``ee_images``)."""
     from tqdm import tqdm
 
     from saycan_ros.sim.expert import PickExpert, perturb
-    env = make_pick_env(image_size, distractors)
+    env = make_pick_env(image_size, distractors, ee_view, ee_view_zoom)
     objects = pick_objects()
     rng = np.random.default_rng(seed_base)
     images, states, actions, skills, episode_ids, steps, aux, pix = [], [], [], [], [], [], [], []
+    ee_images = []
     ep_info = {"seed": [], "object": [], "noise": [], "success": [], "length": []}
     for i in tqdm(range(episodes), desc="demos", disable=not progress, unit="ep", mininterval=2):
         spec = StartSpec(seed_base + i, objects[i % len(objects)])
@@ -165,6 +196,8 @@ def collect_demos(episodes: int, seed_base: int, noise: tuple[float, float],
         for t in range(MAX_STEPS):
             clean = expert.clean_action().astype(np.float32)
             images.append(obs["image"])
+            if ee_view:
+                ee_images.append(obs["ee_image"])
             states.append(obs["state"])
             actions.append(clean)
             aux.append(target_offset(env.world, spec.object))
@@ -189,7 +222,8 @@ def collect_demos(episodes: int, seed_base: int, noise: tuple[float, float],
             "ep_object": np.asarray(ep_info["object"]),
             "ep_noise": np.asarray(ep_info["noise"], np.float32),
             "ep_success": np.asarray(ep_info["success"], bool),
-            "ep_length": np.asarray(ep_info["length"], np.int16)}
+            "ep_length": np.asarray(ep_info["length"], np.int16),
+            **({"ee_images": np.stack(ee_images)} if ee_view else {})}
 
 
 def cached(kind: str, spec: dict, build: Callable[[], dict], refresh: bool = False,
@@ -244,12 +278,13 @@ def rollout(policy: PolicyFn, specs: Sequence[StartSpec], n_envs: int = 16, reco
     from saycan_ros.sim.expert import PickExpert, perturb
     specs = list(specs)
     image_size = int(image_size or getattr(policy, "image_size", HEAD_CAMERA_SIZE))
+    ee_view, ee_zoom = ee_view_of(policy)
     n_envs = max(1, min(n_envs, len(specs)))
-    envs = [make_pick_env(image_size, distractors) for _ in range(n_envs)]
+    envs = [make_pick_env(image_size, distractors, ee_view, ee_zoom) for _ in range(n_envs)]
     success = np.zeros(len(specs), bool)
     length = np.zeros(len(specs), np.int16)
-    rec: dict[str, list] = {k: [] for k in ("images", "states", "skills", "actions", "labels",
-                                             "aux", "pix", "episode", "step")}
+    rec: dict[str, list] = {k: [] for k in ("images", "ee_images", "states", "skills", "actions",
+                                             "labels", "aux", "pix", "episode", "step")}
     slots: list[dict | None] = [None] * n_envs
     queue = iter(range(len(specs)))
     bar = tqdm(total=len(specs), desc=desc, disable=not progress, unit="ep", mininterval=2)
@@ -270,17 +305,18 @@ def rollout(policy: PolicyFn, specs: Sequence[StartSpec], n_envs: int = 16, reco
         start(k)
     while any(s is not None for s in slots):
         active = [k for k in range(n_envs) if slots[k] is not None]
-        images = np.stack([slots[k]["obs"]["image"] for k in active])
-        states = np.stack([slots[k]["obs"]["state"] for k in active]).astype(np.float32)
-        skills = [slots[k]["obs"]["skill"] for k in active]
-        actions = np.asarray(policy(images, states, skills), dtype=np.float32)
+        obs_now = [slots[k]["obs"] for k in active]
+        actions = call_policy(policy, obs_now)
         for j, k in enumerate(active):
             s, env = slots[k], envs[k]
             action = actions[j]
             if record:
-                rec["images"].append(images[j])
-                rec["states"].append(states[j])
-                rec["skills"].append(skills[j])
+                o = obs_now[j]
+                rec["images"].append(o["image"])
+                if ee_view:
+                    rec["ee_images"].append(o["ee_image"])
+                rec["states"].append(o["state"].astype(np.float32))
+                rec["skills"].append(o["skill"])
                 rec["actions"].append(action)
                 rec["episode"].append(s["i"])
                 rec["step"].append(s["t"])
@@ -306,10 +342,13 @@ def rollout(policy: PolicyFn, specs: Sequence[StartSpec], n_envs: int = 16, reco
                  "actions": np.asarray(rec["actions"], np.float32).reshape(-1, 5),
                  "episode": np.asarray(rec["episode"], np.int32),
                  "step": np.asarray(rec["step"], np.int16)}
+        if ee_view:
+            steps["ee_images"] = (np.stack(rec["ee_images"]) if rec["ee_images"]
+                                  else np.zeros((0, ee_view, ee_view, 3), np.uint8))
         if expert_labels:
             steps["labels"] = np.asarray(rec["labels"], np.float32).reshape(-1, 5)
             steps["aux"] = np.asarray(rec["aux"], np.float32).reshape(-1, 3)
-            steps["pix"] = np.asarray(rec["pix"], np.float32).reshape(-1, 4)
+            steps["pix"] = np.asarray(rec["pix"], np.float32).reshape(-1, 6 if ee_view else 4)
     return Rollouts(specs, success, length, steps)
 
 

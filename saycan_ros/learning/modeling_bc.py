@@ -9,6 +9,12 @@ global average pool of the last stage (what is there) -> MLP with the arm state 
 projection of the text embedding -> three heads, weighted evenly in the loss: end-effector
 delta (3, MSE), gripper (open/close, cross-entropy) and terminate (no/yes, cross-entropy).
 
+With ``ee_view`` (the shipped config) a second encoder of the same kind, its own weights, reads
+the end-effector view: the head camera at twice the resolution in a 48x48 crop centred on the
+fingertips (``sim.camera.EEViewCamera``), where a flat object's edge beside a finger spans pixels
+the 96-px frame blurs into one. Its text-queried keypoint learns the target's pixel in that view;
+its features join the head camera's before the MLP.
+
 The non-image state (end-effector x, y, z in the base frame, gripper opening, holding) is fed
 to the MLP: the camera shows where the object is relative to the gripper, the state gives the
 arm's height and the hand's condition exactly, which the descend / close / lift phases need.
@@ -45,14 +51,19 @@ class BCPolicyNet(FiLMNet):
         self.terminate = nn.Linear(cfg.hidden, 2)    # 0 continue, 1 terminate
         self.aux = nn.Linear(cfg.hidden, cfg.aux_dim) if cfg.aux_dim else None
 
-    def forward(self, images, states, text):
-        """images: preprocessed (B,3,H,W); states (B,5) raw; text (B,384)."""
-        h = self.mlp(self.trunk(self.features(images, text), states, text))
+    def forward(self, images, states, text, ee_images=None):
+        """images: preprocessed (B,3,H,W); states (B,5) raw; text (B,384); ee_images:
+        preprocessed end-effector views (B,3,S,S), with ``cfg.ee_view``."""
+        h = self.mlp(self.trunk(self.features(images, text, ee_images), states, text))
         out = {"delta": self.delta(h), "gripper": self.gripper(h), "terminate": self.terminate(h)}
         if self.aux is not None:
             out["aux"] = self.aux(h)
         if self.cfg.supervised_keypoints and self.encoder.keypoints is not None:
             out["pix"] = self.encoder.keypoints.pixels(self.cfg.supervised_keypoints, images.shape[-1])
+            if self.ee_encoder is not None and self.ee_encoder.keypoints is not None:
+                # + the target's pixel in the end-effector view (its first keypoint)
+                out["pix"] = torch.cat([out["pix"], self.ee_encoder.keypoints.pixels(
+                    1, ee_images.shape[-1])], dim=1)
         return out
 
 
@@ -104,11 +115,14 @@ class PickPolicy(LoadedModel):
         super().__init__(net, embeddings, meta)
 
     @torch.no_grad()
-    def __call__(self, images: np.ndarray, states: np.ndarray, skills: Sequence[str]) -> np.ndarray:
-        return to_actions(self.net(*self.tensors(images, states, skills)))
+    def __call__(self, images: np.ndarray, states: np.ndarray, skills: Sequence[str],
+                 ee_images: np.ndarray | None = None) -> np.ndarray:
+        return to_actions(self.net(*self.tensors(images, states, skills, ee_images)))
 
     def act(self, obs: dict) -> np.ndarray:
-        return self(obs["image"][None], obs["state"][None], [obs["skill"]])[0]
+        ee = obs.get("ee_image")
+        return self(obs["image"][None], obs["state"][None], [obs["skill"]],
+                    None if ee is None else ee[None])[0]
 
     def save(self, path, extra: dict | None = None) -> None:
         save_checkpoint(path, "bc_pick", self.net, self.embeddings, extra)

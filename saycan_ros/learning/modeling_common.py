@@ -280,12 +280,23 @@ class FiLMNet(nn.Module):
         self.cfg = cfg
         self.text_norm = TextNorm(cfg.text_dim)
         self.encoder = FiLMEncoder(cfg)
+        # The end-effector view: an encoder of the same kind, its own weights.
+        self.ee_encoder = (FiLMEncoder(dataclasses.replace(cfg, image_size=cfg.ee_view, ee_view=0))
+                           if cfg.ee_view else None)
         self.text_proj = nn.Linear(cfg.text_dim, cfg.text_proj)
-        self.trunk_dim = self.encoder.out_dim + cfg.state_dim + cfg.text_proj
+        self.trunk_dim = (self.encoder.out_dim + cfg.state_dim + cfg.text_proj
+                          + (self.ee_encoder.out_dim if self.ee_encoder is not None else 0))
 
-    def features(self, images, text):
-        """The FiLM-conditioned visual features (raw text embedding in)."""
-        return self.encoder(images, self.text_norm(text))
+    def features(self, images, text, ee_images=None):
+        """The FiLM-conditioned visual features (raw text embedding in); ``ee_images``: the
+        end-effector views, required when the network has an ``ee_view``."""
+        text = self.text_norm(text)
+        features = self.encoder(images, text)
+        if self.ee_encoder is None:
+            return features
+        if ee_images is None:
+            raise ValueError("this network also needs the end-effector view (ee_images)")
+        return torch.cat([features, self.ee_encoder(ee_images, text)], dim=1)
 
     def trunk(self, features, states, text):
         """features from :meth:`features`, states (B,5) raw, text (B,384) raw -> (B, trunk_dim)."""
@@ -309,14 +320,31 @@ class LoadedModel:
         """The input side the network was trained at; other images are resized to it."""
         return int(self.net.cfg.image_size)
 
-    def tensors(self, images: np.ndarray, states: np.ndarray, skills: Sequence[str]):
-        """(B,H,W,3) uint8 of any size, (B,5), B skill texts -> the network's input tensors."""
+    @property
+    def ee_view(self) -> int:
+        """The side of the end-effector view the network takes (0: none)."""
+        return int(getattr(self.net.cfg, "ee_view", 0) or 0)
+
+    @property
+    def ee_view_zoom(self) -> float:
+        return float(self.net.cfg.ee_view_zoom)
+
+    def tensors(self, images: np.ndarray, states: np.ndarray, skills: Sequence[str],
+                ee_images: np.ndarray | None = None):
+        """(B,H,W,3) uint8 of any size, (B,5), B skill texts [, (B,S,S,3) end-effector views]
+        -> the network's input tensors (the views' tensor is None without ``ee_view``)."""
         images = resize_images(images, self.image_size)
         # Copies: camera and state buffers may be read-only (ROS messages, cached frames).
         img = preprocess_images(torch.as_tensor(np.array(images)))
         st = torch.as_tensor(np.array(states, np.float32))
         txt = torch.as_tensor(self.embeddings(list(skills)))
-        return img, st, txt
+        ee = None
+        if self.ee_view:
+            if ee_images is None:
+                raise ValueError(f"{type(self).__name__}: this model also needs the "
+                                 f"{self.ee_view}x{self.ee_view} end-effector view (ee_images)")
+            ee = preprocess_images(torch.as_tensor(np.array(resize_images(ee_images, self.ee_view))))
+        return img, st, txt, ee
 
     @staticmethod
     def load_net(path, kind: str, net_class) -> tuple[nn.Module, EmbeddingTable, dict]:

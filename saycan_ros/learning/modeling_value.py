@@ -28,9 +28,9 @@ class ValueNet(FiLMNet):
                                  nn.Linear(cfg.hidden, cfg.hidden), nn.ReLU(),
                                  nn.Linear(cfg.hidden, 1))
 
-    def forward(self, images, states, text):
+    def forward(self, images, states, text, ee_images=None):
         """Logit of V; images preprocessed (B,3,H,W), states (B,5) raw, text (B,384)."""
-        return self.head(self.features(images, text), states, text)
+        return self.head(self.features(images, text, ee_images), states, text)
 
     def head(self, features, states, text):
         """Logit of V from cached :meth:`features` (a frozen encoder's)."""

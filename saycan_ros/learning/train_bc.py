@@ -25,10 +25,13 @@ DEFAULT_OUT = "bc_pick.pt"
 
 
 def _demo_spec(cfg: BCConfig) -> dict:
-    d = cfg.data
-    return {"episodes": d.episodes, "seed_base": d.seed_base, "noise": list(d.noise),
-            "distractors": list(d.distractors), "image_size": cfg.model.image_size,
+    d, m = cfg.data, cfg.model
+    spec = {"episodes": d.episodes, "seed_base": d.seed_base, "noise": list(d.noise),
+            "distractors": list(d.distractors), "image_size": m.image_size,
             "undershoot": d.undershoot}
+    if m.ee_view:       # only then: the demonstrations without it keep their cache key
+        spec.update(ee_view=m.ee_view, ee_view_zoom=m.ee_view_zoom)
+    return spec
 
 
 def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None = None,
@@ -40,7 +43,8 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
     from saycan_ros.learning import data as D
     from saycan_ros.learning.modeling_bc import (BCPolicyNet, PickPolicy, augment, autocast,
                                                  bc_loss, count_parameters, cosine_lr)
-    from saycan_ros.learning.modeling_common import native_bf16, resolve_precision
+    from saycan_ros.learning.modeling_common import (native_bf16, preprocess_images,
+                                                     resolve_precision)
     from saycan_ros.learning.text_encoder import ENCODER_NAME, EmbeddingTable
 
     cfg = with_overrides(BCConfig.load(config_path), overrides)   # "train.steps": 100
@@ -55,7 +59,7 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
     d = cfg.data
     demos = D.cached("bc_demos", _demo_spec(cfg), lambda: D.collect_demos(
         d.episodes, d.seed_base, tuple(d.noise), tuple(d.distractors), cfg.model.image_size,
-        progress, d.undershoot),
+        progress, d.undershoot, cfg.model.ee_view, cfg.model.ee_view_zoom),
         log=log)
     t_data = time.time() - t_start
     texts = [str(t) for t in demos["skill_texts"]]
@@ -66,6 +70,7 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
     actions = torch.from_numpy(demos["actions"])
     aux = torch.from_numpy(demos["aux"])
     pix = torch.from_numpy(demos["pix"])
+    ee_images = torch.from_numpy(demos["ee_images"]) if cfg.model.ee_view else None
     skill_index = torch.from_numpy(demos["skill_index"].astype(np.int64))
     log(f"training precision: {precision} (config: {cfg.train.precision})")
     log(f"demonstrations: {int(demos['ep_seed'].size)} episodes, {len(images)} frames, expert "
@@ -111,6 +116,8 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
             st = roll.steps
             index = {t: i for i, t in enumerate(texts)}
             images = torch.cat([images, torch.from_numpy(st["images"])])
+            if ee_images is not None:
+                ee_images = torch.cat([ee_images, torch.from_numpy(st["ee_images"])])
             states = torch.cat([states, torch.from_numpy(st["states"])])
             actions = torch.cat([actions, torch.from_numpy(st["labels"])])
             aux = torch.cat([aux, torch.from_numpy(st["aux"])])
@@ -130,11 +137,17 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
                 weights = sampling_weights()
             idx = torch.multinomial(weights, tc.batch_size, replacement=True, generator=gen)
         x, shift = augment(images[idx], cfg.augment, gen, return_shift=True)
-        x = (x - 0.5) / 0.25
+        x = preprocess_images(x)
+        shifts = [shift, shift]                          # head: target, fingertips
+        ee = None
+        if ee_images is not None:
+            ee, ee_shift = augment(ee_images[idx], cfg.augment, gen, return_shift=True)
+            ee = preprocess_images(ee)
+            shifts.append(ee_shift)                      # the target in the end-effector view
         with autocast(precision):
-            out_ = net(x, states[idx], text_matrix[skill_index[idx]])
+            out_ = net(x, states[idx], text_matrix[skill_index[idx]], ee)
         loss, parts = bc_loss(out_, actions[idx], aux[idx], tc.aux_weight,
-                              pix[idx] + shift.repeat(1, 2))
+                              pix[idx] + torch.cat(shifts, dim=1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

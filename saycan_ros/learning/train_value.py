@@ -72,6 +72,7 @@ def collect_value_rollouts(policy, policy_digest: str, n: int, seed_base: int, c
         out = {**D.specs_to_arrays(specs), "success": roll.success, "length": roll.length}
         if record:
             st = roll.steps
+            st.pop("ee_images", None)       # the policy's input; the value sees the head camera
             order = np.lexsort((st["step"], st["episode"]))
             out.update({f"step_{k}": v[order] for k, v in st.items()})
         return out

@@ -3,7 +3,10 @@
 A thin ROS 2 shell around :mod:`saycan_ros.sim`: it turns standard commands (``/cmd_vel``,
 MoveIt Servo twists, ros2_control gripper and arm-trajectory commands) into simulator
 commands, steps the simulator on a wall-clock timer, and publishes what a Gazebo or Isaac Sim
-robot would (odometry, tf, joint states, laser scan, camera, map, clock). Malformed commands
+robot would (odometry, tf, joint states, laser scan, camera, map, clock), plus the
+end-effector view ``camera/ee_view/image_raw`` (a zoomed crop of the head camera around the
+fingertips, with its ``camera_info``; a real robot crops its full-resolution frame at the point
+tf projects the gripper to) for the learned pick policy. Malformed commands
 are clamped or rejected with a throttled warning; the simulator's watchdog stops the base and
 the arm when a command stream stops. Services reset the world to a task ``init`` and read the
 ground truth for evaluation.
@@ -27,15 +30,16 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import CameraInfo, Image, JointState, LaserScan
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, Header
 from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
 from saycan_ros.kitchen import load_kitchen
-from saycan_ros.sim import HEAD_CAMERA_SIZE
+from saycan_ros.sim import EE_VIEW_SIZE, EE_VIEW_ZOOM, HEAD_CAMERA_SIZE
 from saycan_ros.sim.arm import JOINT_NAMES
 from saycan_ros.sim.base import BaseLimits
-from saycan_ros.sim.camera import Camera
+from saycan_ros.nodes.camera_msgs import pinhole_info, rgb_image
+from saycan_ros.sim.camera import Camera, EEViewCamera
 from saycan_ros.sim.floorplan import FloorPlan
 from saycan_ros.sim.navigation import RESOLUTION
 from saycan_ros.sim.scan import LaserScanner
@@ -57,6 +61,8 @@ PARAMETERS = {
     "camera_width": HEAD_CAMERA_SIZE,
     "camera_height": HEAD_CAMERA_SIZE,
     "camera_rate_hz": 10.0,
+    "ee_view_size": EE_VIEW_SIZE,  # the end-effector view (camera/ee_view/*): a crop of the head
+    "ee_view_zoom": EE_VIEW_ZOOM,  # camera this many times finer around the fingertips; 0 = off
     "scan_rate_hz": 10.0,
     "publish_scan": True,
     "markers_rate_hz": 2.0,
@@ -109,6 +115,8 @@ class KitchenSimNode(Node):
             base_limits=BaseLimits(max_linear=float(p["max_linear_speed"]),
                                    max_angular=float(p["max_angular_speed"])))
         self.camera = Camera(self.world, int(p["camera_width"]), int(p["camera_height"]))
+        self.ee_camera = (EEViewCamera(self.world, int(p["ee_view_size"]), float(p["ee_view_zoom"]))
+                          if p["ee_view_size"] and p["ee_view_size"] > 0 else None)
         self.scanner = LaserScanner(self.world.plan)
         self.elapsed = 0.0                 # simulated seconds since start; never goes back
         self.steps = 0
@@ -122,6 +130,9 @@ class KitchenSimNode(Node):
         self.pub_joints = self.create_publisher(JointState, "joint_states", 10)
         self.pub_image = self.create_publisher(Image, "camera/image_raw", 5)
         self.pub_info = self.create_publisher(CameraInfo, "camera/camera_info", 5)
+        if self.ee_camera is not None:
+            self.pub_ee_image = self.create_publisher(Image, "camera/ee_view/image_raw", 5)
+            self.pub_ee_info = self.create_publisher(CameraInfo, "camera/ee_view/camera_info", 5)
         self.pub_scan = self.create_publisher(LaserScan, "scan", 5) if p["publish_scan"] else None
         self.pub_map = self.create_publisher(OccupancyGrid, "map", LATCHED)
         self.pub_markers = self.create_publisher(MarkerArray, "saycan/sim/markers", 2)
@@ -337,24 +348,16 @@ class KitchenSimNode(Node):
         return msg
 
     def publish_camera(self, stamp) -> None:
-        frame = self.camera.render()
-        f = self.frames["camera_optical_frame"]
-        img = Image()
-        img.header.stamp, img.header.frame_id = stamp, f
-        img.height, img.width = frame.shape[:2]
-        img.encoding, img.step = "rgb8", frame.shape[1] * 3
-        img.data = frame.tobytes()
-        self.pub_image.publish(img)
-        info = CameraInfo()
-        info.header = img.header
-        info.height, info.width = img.height, img.width
-        fx, fy, cx, cy = self.camera.intrinsics
-        info.distortion_model = "plumb_bob"
-        info.d = [0.0] * 5
-        info.k = [fx, 0.0, cx, 0.0, fy, cy, 0.0, 0.0, 1.0]
-        info.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
-        info.p = [fx, 0.0, cx, 0.0, 0.0, fy, cy, 0.0, 0.0, 0.0, 1.0, 0.0]
-        self.pub_info.publish(info)
+        self._publish_frame(self.camera, stamp, self.pub_image, self.pub_info)
+        if self.ee_camera is not None:
+            # Same optical frame, its own intrinsics: the principal point follows the crop.
+            self._publish_frame(self.ee_camera, stamp, self.pub_ee_image, self.pub_ee_info)
+
+    def _publish_frame(self, camera, stamp, pub_image, pub_info) -> None:
+        frame = camera.render()
+        img = rgb_image(frame, Header(stamp=stamp, frame_id=self.frames["camera_optical_frame"]))
+        pub_image.publish(img)
+        pub_info.publish(pinhole_info(img.header, img.width, img.height, camera.intrinsics))
 
     def scan_message(self, stamp) -> LaserScan:
         spec = self.scanner.spec

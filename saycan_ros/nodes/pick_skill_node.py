@@ -6,8 +6,8 @@ CNN over the head camera image, the arm state and the skill text, trained by beh
 in the pick gym env) loads once, at start-up; it runs on the skill's worker thread, never on the
 service or sensor threads. Every cycle, as in the env it was trained in:
 
-1. observe: the latest camera frame taken after the arm came to rest, and the arm state from
-   ``joint_states`` (end effector in ``base_link`` by the arm's kinematics, finger opening,
+1. observe: the latest camera frame taken after the arm came to rest (and the end-effector
+   view's, for a policy that takes one), and the arm state from ``joint_states`` (end effector in ``base_link`` by the arm's kinematics, finger opening,
    whether something is held);
 2. act: ``[dx, dy, dz, gripper, terminate]`` -> the gripper opening on
    ``gripper_controller/commands`` and an end-effector velocity on ``servo_node/delta_twist_cmds``
@@ -20,8 +20,9 @@ and the skill succeeds only if the object is actually held: by the robot's groun
 the gripper (fingers stopped part-way while closing). On failure, timeout or cancel the arm is
 held where it is (zero twist), the gripper left as it is.
 
-Robot I/O (standard topics, remap for another robot): ``camera/image_raw`` and
-``joint_states`` in; ``servo_node/delta_twist_cmds`` (TwistStamped in ``base_link``),
+Robot I/O (standard topics, remap for another robot): ``camera/image_raw``,
+``camera/ee_view/image_raw`` (only for a policy with an end-effector view: the head camera
+cropped finer around the fingertips, as ``kitchen_sim`` publishes it) and ``joint_states`` in; ``servo_node/delta_twist_cmds`` (TwistStamped in ``base_link``),
 ``gripper_controller/commands`` (Float64MultiArray, opening in m) and
 ``arm_controller/joint_trajectory`` out.
 """
@@ -86,14 +87,18 @@ class PickSkillNode(SkillServerNode):
         self._sensor_event = threading.Condition(self._sensor_lock)
         self._joints: dict[str, float] = {}
         self._joints_time = 0.0
-        self._image = None                 # (array, received)
+        self._frames: dict[str, tuple] = {}   # observation key -> (array, received)
         self._gripper_target: float | None = None
         self.actions_taken = 0             # of the last skill (tests, logs)
         group = self.sensor_group
         self.create_subscription(JointState, "joint_states", self._on_joints, 10,
                                  callback_group=group)
-        self.create_subscription(Image, "camera/image_raw", self._on_image,
-                                 qos_profile_sensor_data, callback_group=group)
+        self.streams = {"image": "camera/image_raw"}
+        if getattr(self.policy, "ee_view", 0):
+            self.streams["ee_image"] = "camera/ee_view/image_raw"
+        for key, topic in self.streams.items():
+            self.create_subscription(Image, topic, lambda msg, key=key: self._on_image(msg, key),
+                                     qos_profile_sensor_data, callback_group=group)
         self.create_arm_publishers()
 
     # -- sensors ---------------------------------------------------------------------------------
@@ -103,13 +108,19 @@ class PickSkillNode(SkillServerNode):
             self._joints_time = time.monotonic()
             self._sensor_event.notify_all()
 
-    def _on_image(self, msg: Image) -> None:
+    def _on_image(self, msg: Image, key: str = "image") -> None:
         image = image_to_rgb(msg)
         if image is None:
             return
         with self._sensor_event:
-            self._image = (image, time.monotonic())
+            self._frames[key] = (image, time.monotonic())
             self._sensor_event.notify_all()
+
+    def sensors_ready(self) -> bool:
+        """Joint states and a frame of every camera stream the policy takes have arrived."""
+        with self._sensor_lock:
+            frames = all(key in self._frames for key in self.streams)
+        return frames and self.joints() is not None
 
     def joints(self) -> tuple[float, float, float, float] | None:
         with self._sensor_lock:
@@ -120,17 +131,18 @@ class PickSkillNode(SkillServerNode):
             except KeyError:
                 return None
 
-    def image_since(self, since: float, job: SkillJob) -> np.ndarray | None:
-        """The first camera frame received after ``since`` (waits up to sensor_timeout_s)."""
+    def image_since(self, since: float, job: SkillJob, key: str = "image") -> np.ndarray | None:
+        """The first frame of stream ``key`` received after ``since`` (waits up to
+        sensor_timeout_s)."""
         deadline = since + float(self.params["sensor_timeout_s"]) + 0.2
         with self._sensor_event:
-            while self._image is None or self._image[1] < since:
+            while key not in self._frames or self._frames[key][1] < since:
                 job.check()
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return None
                 self._sensor_event.wait(min(left, 0.05))
-            return self._image[0]
+            return self._frames[key][0]
 
     def holding(self, skill_object: str | None = None) -> str | None:
         """What the hand holds: the world state's ground truth, or the gripper's guess."""
@@ -226,14 +238,18 @@ class PickSkillNode(SkillServerNode):
         rest = time.monotonic()
         terminated = False
         for _ in range(int(p["max_actions"])):
-            image = self.image_since(rest + float(p["image_delay_s"]), job)
+            obs = {}
+            for key, topic in self.streams.items():
+                image = self.image_since(rest + float(p["image_delay_s"]), job, key)
+                if image is None:
+                    return False, f"lost the camera ({topic})"
+                obs[key] = as_image(image)
             joints = self.joints()
-            if image is None or joints is None:
-                return False, f"lost the {'camera' if image is None else 'joint states'}"
-            obs = {"image": as_image(image),
-                   "state": policy_state(joints, self.holding(skill.object) is not None,
-                                         GRIPPER_LIMITS),
-                   "skill": skill.text}
+            if joints is None:
+                return False, "lost the joint states"
+            obs.update(state=policy_state(joints, self.holding(skill.object) is not None,
+                                          GRIPPER_LIMITS),
+                       skill=skill.text)
             action = np.asarray(self.policy.act(obs), dtype=np.float64)   # this worker thread
             self.actions_taken += 1
             if not np.all(np.isfinite(action)):

@@ -9,6 +9,10 @@ from __future__ import annotations
 #: pick env's observation, the learned skills' input). One pixel is about 1.2 cm across the
 #: counters; a policy trained on 128-px frames (0.9 cm) did no better (94.2% vs 94.2%).
 HEAD_CAMERA_SIZE = 96
+#: The end-effector view (``camera.EEViewCamera``): side in pixels and pixels per head pixel
+#: (0.6 cm across the counters: the fingers and the object between them).
+EE_VIEW_SIZE = 48
+EE_VIEW_ZOOM = 2.0
 
 
 def render_kitchen(path, seed: int = 0, init=None) -> str:

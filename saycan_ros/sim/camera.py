@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 
 from saycan_ros.kitchen import GRIPPER
-from saycan_ros.sim import HEAD_CAMERA_SIZE
+from saycan_ros.sim import EE_VIEW_SIZE, EE_VIEW_ZOOM, HEAD_CAMERA_SIZE
 from saycan_ros.sim.objects import SimObject
 from saycan_ros.sim.world import FINGER, MAST, KitchenWorld
 
@@ -46,6 +46,21 @@ class CameraMount:
     hfov: float = math.radians(60)
 
 
+def view_focal(zoom: float = EE_VIEW_ZOOM, mount: CameraMount | None = None) -> float:
+    """The end-effector view's focal length in its pixels: ``zoom`` times the policy's 96-px
+    head frame's over the mount's field of view (whatever size the head camera has)."""
+    hfov = (mount or CameraMount()).hfov
+    return HEAD_CAMERA_SIZE * float(zoom) / (2 * math.tan(hfov / 2))
+
+
+def base_from_optical(pitch: float) -> np.ndarray:
+    """The rotation base <- optical frame (REP-103: z forward, x right, y down) of a camera
+    looking ahead, ``pitch`` radians below the horizon."""
+    forward = np.array([math.cos(pitch), 0.0, -math.sin(pitch)])
+    right = np.array([0.0, -1.0, 0.0])
+    return np.stack([right, np.cross(forward, right), forward], axis=1)
+
+
 class Camera:
     def __init__(self, world: KitchenWorld, width: int = HEAD_CAMERA_SIZE,
                  height: int = HEAD_CAMERA_SIZE, mount: CameraMount | None = None):
@@ -56,10 +71,7 @@ class Camera:
         self.mount = mount or CameraMount()
         self.f = self.width / (2 * math.tan(self.mount.hfov / 2))
         self.cx, self.cy = self.width / 2, self.height / 2
-        p = self.mount.pitch
-        forward = np.array([math.cos(p), 0.0, -math.sin(p)])
-        right = np.array([0.0, -1.0, 0.0])
-        self.base_from_optical = np.stack([right, np.cross(forward, right), forward], axis=1)
+        self.base_from_optical = base_from_optical(self.mount.pitch)
         self._boxes = list(world.plan.boxes)
         self._walls = len(world.plan.walls)
         # Each box: 4 bottom corners then 4 top corners, all stacked for one projection.
@@ -305,6 +317,48 @@ class Camera:
                 palette[name] = (lit(colour), lit(tuple(0.7 * c for c in colour)), lit(obj.band))
             self._palette, self._palette_of = palette, appearance
         return self._palette
+
+
+class EEViewCamera(Camera):
+    """A zoomed view from the head camera, centred on the end effector: exactly the
+    ``size`` x ``size`` crop of a head image ``zoom`` times finer than the 96-px frame
+    (:func:`view_focal`, whatever size the head camera has), around the pixel the fingertips
+    project to. On a real robot it is a crop of the full-resolution frame at the
+    point tf projects the gripper to; here it is rendered directly (only the crop is drawn).
+
+    One pixel is 1/``zoom`` of a head-camera pixel (0.4 cm across the counters at 3x): the
+    fine alignment of the fingers with a flat object that a 1.2-cm pixel blurs."""
+
+    def __init__(self, world: KitchenWorld, size: int = EE_VIEW_SIZE, zoom: float = EE_VIEW_ZOOM,
+                 mount: CameraMount | None = None):
+        if not zoom >= 1.0:
+            raise ValueError(f"end-effector view zoom must be at least 1, got {zoom!r}")
+        super().__init__(world, size, size, mount)
+        self.zoom = float(zoom)
+        self.f = view_focal(self.zoom, self.mount)
+
+    def render(self) -> np.ndarray:
+        rotation, position = self.pose()
+        c = (np.asarray(self.world.ee_world()) - position) @ rotation
+        z = max(float(c[2]), NEAR)
+        # Whole pixels of the fine image: the crop's grid is the fine image's grid.
+        self.cx = self.width / 2 - round(float(c[0]) * self.f / z)
+        self.cy = self.height / 2 - round(float(c[1]) * self.f / z)
+        frame = super().render()
+        # Beyond the head frame's edges a crop of it has nothing: black, as on a real robot
+        # (pixel centres are integer coordinates; the 96-px frame's edges at -0.5 and 95.5).
+        half = HEAD_CAMERA_SIZE / 2
+        for axis, c0 in ((1, self.cx), (0, self.cy)):
+            lo = math.ceil(c0 - (half + 0.5) * self.zoom)
+            hi = math.floor(c0 + (half - 0.5) * self.zoom) + 1
+            index = [slice(None)] * 2
+            if lo > 0:
+                index[axis] = slice(0, min(lo, frame.shape[axis]))
+                frame[tuple(index)] = 0
+            if hi < frame.shape[axis]:
+                index[axis] = slice(max(hi, 0), None)
+                frame[tuple(index)] = 0
+        return frame
 
 
 def _far_first(entry) -> tuple:

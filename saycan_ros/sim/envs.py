@@ -5,7 +5,8 @@
 
 The skill text is part of the observation, so one environment serves every object.
 Observation: ``image`` (head camera, RGB uint8), ``state`` ([ee x, ee y, ee z] in the base
-frame in metres, gripper opening 0..1, holding 0/1) and ``skill``. Action: see
+frame in metres, gripper opening 0..1, holding 0/1) and ``skill``; with ``ee_view`` also
+``ee_image``, the end-effector view (:class:`~saycan_ros.sim.camera.EEViewCamera`). Action: see
 :mod:`saycan_ros.sim.control`. Sparse reward: 1.0 at the end of a successful episode, else 0;
 at most 50 actions (the SayCan paper's evaluation protocol).
 
@@ -23,8 +24,8 @@ import numpy as np
 from gymnasium import spaces
 
 from saycan_ros.kitchen import Kitchen, load_kitchen
-from saycan_ros.sim import HEAD_CAMERA_SIZE
-from saycan_ros.sim.camera import Camera
+from saycan_ros.sim import EE_VIEW_ZOOM, HEAD_CAMERA_SIZE
+from saycan_ros.sim.camera import Camera, EEViewCamera
 from saycan_ros.sim.control import ACTION_SIZE, apply_action
 from saycan_ros.sim.expert import PickExpert, PlaceExpert, free_spot, lifted
 from saycan_ros.sim.world import KitchenWorld
@@ -44,7 +45,8 @@ class KitchenSkillEnv(gym.Env):
     def __init__(self, task: str = "pick", image_size: int | tuple[int, int] = HEAD_CAMERA_SIZE,
                  max_steps: int = MAX_STEPS, infeasible_prob: float = 0.0,
                  distractors: tuple[int, int] = (1, 2), render_mode: str | None = None,
-                 kitchen: Kitchen | None = None):
+                 kitchen: Kitchen | None = None, ee_view: int = 0,
+                 ee_view_zoom: float = EE_VIEW_ZOOM):
         if task not in ENV_IDS:
             raise ValueError(f"task must be one of {sorted(ENV_IDS)}, got {task!r}")
         self.task = task
@@ -56,6 +58,8 @@ class KitchenSkillEnv(gym.Env):
         self.world = KitchenWorld(self.kitchen, cmd_timeout=None)
         width, height = (image_size, image_size) if isinstance(image_size, int) else image_size
         self.camera = Camera(self.world, width, height)
+        self.ee_camera = (EEViewCamera(self.world, int(ee_view), ee_view_zoom)
+                          if ee_view else None)
         verb = "pick up the" if task == "pick" else "put down the"
         self.skills = {f"{verb} {name}": name for name in self.kitchen.objects}
         self.observation_space = spaces.Dict({
@@ -63,6 +67,8 @@ class KitchenSkillEnv(gym.Env):
             "state": spaces.Box(np.array([-1.5, -1.5, 0.0, 0.0, 0.0], np.float32),
                                 np.array([1.5, 1.5, 2.0, 1.0, 1.0], np.float32), dtype=np.float32),
             "skill": spaces.Text(max_length=64, min_length=1, charset=SKILL_CHARSET),
+            **({"ee_image": spaces.Box(0, 255, (int(ee_view), int(ee_view), 3), np.uint8)}
+               if ee_view else {}),
         })
         self.action_space = spaces.Box(-1.0, 1.0, (ACTION_SIZE,), np.float32)
         self.episode: dict[str, Any] = {}
@@ -179,8 +185,11 @@ class KitchenSkillEnv(gym.Env):
         x, y, z = w.arm.ee
         opening = w.arm.opening / w.arm.limits.gripper[1]
         state = np.array([x, y, z, opening, 1.0 if w.held else 0.0], dtype=np.float32)
-        return {"image": self.camera.render().copy(), "state": state,
-                "skill": self.episode.get("skill", "") or next(iter(self.skills))}
+        obs = {"image": self.camera.render().copy(), "state": state,
+               "skill": self.episode.get("skill", "") or next(iter(self.skills))}
+        if self.ee_camera is not None:
+            obs["ee_image"] = self.ee_camera.render().copy()
+        return obs
 
     def _info(self, success: bool) -> dict[str, Any]:
         return {"skill": self.episode.get("skill", ""), "object": self.episode.get("object"),

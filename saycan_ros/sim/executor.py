@@ -41,6 +41,7 @@ class SimulatedKitchen:
         self.pick_mode = pick
         self.policy = load_pick_policy("bc_pick", pick_weights) if pick == "learned" else None
         self._camera = None
+        self._ee_camera = None
         self.kitchen = kitchen or load_kitchen()
         self.world = KitchenWorld(self.kitchen, cmd_timeout=None, seed=seed)
         self.planner = GridPlanner(self.world.plan, self.world.base.limits.radius)
@@ -142,11 +143,19 @@ class SimulatedKitchen:
         return self._camera
 
     def observation(self) -> dict:
-        """The pick env's observation of now: head camera frame and arm state."""
+        """The pick env's observation of now: head camera frame and arm state, and the
+        end-effector view when the learned policy takes one."""
         arm = self.world.arm
-        return {"image": self.camera.render().copy(),
-                "state": policy_state(arm.joint_positions, self.world.held is not None,
-                                      arm.limits.gripper)}
+        obs = {"image": self.camera.render().copy(),
+               "state": policy_state(arm.joint_positions, self.world.held is not None,
+                                     arm.limits.gripper)}
+        size = int(getattr(self.policy, "ee_view", 0) or 0)
+        if size:
+            if self._ee_camera is None:
+                from saycan_ros.sim.camera import EEViewCamera
+                self._ee_camera = EEViewCamera(self.world, size, self.policy.ee_view_zoom)
+            obs["ee_image"] = self._ee_camera.render().copy()
+        return obs
 
     def pick(self, name: str) -> SkillOutcome:
         if self.policy is not None:

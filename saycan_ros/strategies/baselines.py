@@ -112,7 +112,9 @@ class BCNLStrategy(Strategy):
         if location not in PICK_LOCATIONS or not objects:
             self.outcome = f"nothing to pick at {location or 'an unknown place'}"
             return None
-        env = KitchenSkillEnv("pick", distractors=(0, 0))
+        from saycan_ros.learning.data import ee_view_of
+        ee_view, ee_zoom = ee_view_of(self.policy)          # the views the policy takes
+        env = KitchenSkillEnv("pick", distractors=(0, 0), ee_view=ee_view, ee_view_zoom=ee_zoom)
         seed = self.resources.seed + len(ctx.instruction)
         env.reset(seed=seed, options={"object": objects[0], "location": location,
                                       "infeasible": False})

@@ -1,0 +1,109 @@
+"""The end-effector view from a real head camera: the ROS-free crop of a full-resolution frame
+(saycan_ros.ee_view) equals the simulator's rendered view, and the ee_view node does the same
+over DDS against a kitchen_sim subprocess that publishes a 384-px head camera and its own view.
+ROS_DOMAIN_ID 64 (``SAYCAN_EE_VIEW_TEST_DOMAIN_ID``), discovery on localhost only."""
+import os
+
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+DOMAIN_ID = int(os.environ.get("SAYCAN_EE_VIEW_TEST_DOMAIN_ID") or 64)
+
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from saycan_ros.ee_view import crop_ee_view, ee_in_optical  # noqa: E402
+from saycan_ros.pick_policy import ee_from_joints  # noqa: E402
+from saycan_ros.sim import EE_VIEW_SIZE, HEAD_CAMERA_SIZE  # noqa: E402
+from saycan_ros.sim.camera import Camera  # noqa: E402
+from saycan_ros.sim.envs import KitchenSkillEnv  # noqa: E402
+from saycan_ros.sim.world import MAST  # noqa: E402
+
+FINE = 4 * HEAD_CAMERA_SIZE          # the "real" head camera: 384 px over the same field of view
+
+
+def intrinsics_k(camera) -> list[float]:
+    fx, fy, cx, cy = camera.intrinsics
+    return [fx, 0.0, cx, 0.0, fy, cy, 0.0, 0.0, 1.0]
+
+
+def test_crop_of_a_full_resolution_frame_is_the_simulated_view():
+    env = KitchenSkillEnv("pick", ee_view=EE_VIEW_SIZE)
+    env.reset(seed=5, options={"object": "energy bar", "location": "table"})
+    fine, expert = Camera(env.world, FINE, FINE), env.expert()
+    for _ in range(10):                                       # along the expert's reach
+        lift, yaw, extend, _ = env.world.arm.joint_positions
+        point = ee_in_optical(ee_from_joints(lift, yaw, extend, MAST))
+        view, (fx, fy, cx, cy) = crop_ee_view(fine.render(), intrinsics_k(fine), point)
+        rendered = env.ee_camera.render()
+        assert view.shape == rendered.shape == (EE_VIEW_SIZE, EE_VIEW_SIZE, 3)
+        assert (fx, cx, cy) == pytest.approx((env.ee_camera.f, env.ee_camera.cx, env.ee_camera.cy))
+        assert np.abs(view.astype(int) - rendered).mean() < 6           # resampled edges only
+        env.step(expert.clean_action())
+
+
+def test_crop_rejects_what_it_cannot_use():
+    frame = np.zeros((FINE, FINE, 3), np.uint8)
+    k = [300.0, 0, 192, 0, 300.0, 192, 0, 0, 1]
+    with pytest.raises(ValueError, match="intrinsics"):
+        crop_ee_view(frame, [0.0] * 9, (0.0, 0.0, 1.0))
+    with pytest.raises(ValueError, match="in front of the camera"):
+        crop_ee_view(frame, k, (0.0, 0.0, -0.3))
+    with pytest.raises(ValueError, match="HxWx3"):
+        crop_ee_view(frame[..., 0], k, (0.0, 0.0, 1.0))
+    # Off the frame's edge: the missing part is black, the view keeps its size.
+    view, _ = crop_ee_view(np.full((FINE, FINE, 3), 200, np.uint8), k, (0.64, 0.0, 1.0))
+    assert view.shape == (EE_VIEW_SIZE, EE_VIEW_SIZE, 3)
+    assert (view[:, :8] == 200).all() and (view[:, -8:] == 0).all()
+
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy (ros-kilted-rclpy) is not installed")
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import Image
+    from sim_graph import SimGraph, running
+
+    from saycan_ros.nodes.ee_view_node import EEViewNode
+
+    class Graph(SimGraph):
+        def __init__(self, tmp):
+            super().__init__(tmp, DOMAIN_ID, "ee_view_test_client",
+                             ("-p", f"camera_width:={FINE}", "-p", f"camera_height:={FINE}"))
+            # The node's output on its own topic, beside the simulator's rendered view.
+            self.node = EEViewNode(context=self.context, cli_args=[
+                "--ros-args", "-r", "camera/ee_view/image_raw:=cropped/image_raw",
+                "-r", "camera/ee_view/camera_info:=cropped/camera_info"])
+            self.frames: dict[str, dict] = {"cropped": {}, "rendered": {}}
+            for key, topic in (("cropped", "cropped/image_raw"),
+                               ("rendered", "camera/ee_view/image_raw")):
+                self.client.create_subscription(Image, topic, lambda m, key=key: self.keep(key, m),
+                                                qos_profile_sensor_data)
+            self.spin(self.node)
+
+        def keep(self, key, msg):
+            stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
+            self.frames[key][stamp] = np.frombuffer(bytes(msg.data), np.uint8).reshape(
+                msg.height, msg.width, 3)
+
+        def ready(self):
+            return self.node.published > 0
+
+    yield from running(Graph(tmp_path_factory.mktemp("ee_view")))
+
+
+def test_ee_view_node_crops_the_head_camera_like_the_simulator_renders(graph):
+    graph.reset({"robot_at": "table"}, seed=2)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        both = sorted(set(graph.frames["cropped"]) & set(graph.frames["rendered"]))
+        if len(both) >= 5:
+            break
+        time.sleep(0.1)
+    assert len(both) >= 5, "no frames of the same stamp from the node and the simulator"
+    for stamp in both[-5:]:
+        cropped, rendered = graph.frames["cropped"][stamp], graph.frames["rendered"][stamp]
+        assert cropped.shape == rendered.shape == (EE_VIEW_SIZE, EE_VIEW_SIZE, 3)
+        assert np.abs(cropped.astype(int) - rendered).mean() < 6
