@@ -1,6 +1,7 @@
 """The end-effector view from a real head camera: the ROS-free crop of a full-resolution frame
 (saycan_ros.ee_view) equals the simulator's rendered view, and the ee_view node does the same
-over DDS against a kitchen_sim subprocess that publishes a 384-px head camera and its own view.
+over DDS against a kitchen_sim subprocess that publishes a 384-px head camera and its own view;
+a pick_skill node whose view topic is silent fails the pick cleanly.
 ROS_DOMAIN_ID 64 (``SAYCAN_EE_VIEW_TEST_DOMAIN_ID``), discovery on localhost only."""
 import os
 
@@ -67,6 +68,8 @@ def graph(tmp_path_factory):
     from sim_graph import SimGraph, running
 
     from saycan_ros.nodes.ee_view_node import EEViewNode
+    from saycan_ros.nodes.pick_skill_node import PickSkillNode
+    from saycan_ros.pick_policy import learned_pick_available
 
     class Graph(SimGraph):
         def __init__(self, tmp):
@@ -76,12 +79,18 @@ def graph(tmp_path_factory):
             self.node = EEViewNode(context=self.context, cli_args=[
                 "--ros-args", "-r", "camera/ee_view/image_raw:=cropped/image_raw",
                 "-r", "camera/ee_view/camera_info:=cropped/camera_info"])
+            # A pick node whose end-effector view topic stays silent (remapped to nowhere).
+            self.pick = None
+            if learned_pick_available():
+                self.pick = PickSkillNode(context=self.context, cli_args=[
+                    "--ros-args", "-r", "camera/ee_view/image_raw:=silent/image_raw",
+                    "-p", "sensor_timeout_s:=0.5"])
             self.frames: dict[str, dict] = {"cropped": {}, "rendered": {}}
             for key, topic in (("cropped", "cropped/image_raw"),
                                ("rendered", "camera/ee_view/image_raw")):
                 self.client.create_subscription(Image, topic, lambda m, key=key: self.keep(key, m),
                                                 qos_profile_sensor_data)
-            self.spin(self.node)
+            self.spin(*[n for n in (self.node, self.pick) if n is not None])
 
         def keep(self, key, msg):
             stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
@@ -107,3 +116,18 @@ def test_ee_view_node_crops_the_head_camera_like_the_simulator_renders(graph):
         cropped, rendered = graph.frames["cropped"][stamp], graph.frames["rendered"][stamp]
         assert cropped.shape == rendered.shape == (EE_VIEW_SIZE, EE_VIEW_SIZE, 3)
         assert np.abs(cropped.astype(int) - rendered).mean() < 6
+
+
+def test_pick_fails_cleanly_without_the_end_effector_view(graph):
+    """A policy that takes the view, on a robot whose view topic is silent: the skill fails
+    with the topic named, and the arm is left stopped."""
+    from saycan_ros.nodes.common import call_service
+    from saycan_ros.srv import ExecuteSkill
+    if graph.pick is None or not graph.pick.policy.ee_view:
+        pytest.skip("the pick policy takes no end-effector view")
+    graph.reset({"robot_at": "far counter"}, seed=3)
+    client = graph.client.create_client(ExecuteSkill, "/pick_skill")
+    reply = call_service(graph.client, client, ExecuteSkill.Request(
+        skill="pick up the coke can", timeout_s=20.0), 30, "pick")
+    assert not reply.success and "lost the camera (camera/ee_view/image_raw)" in reply.message
+    assert graph.pick.actions_taken == 0 and graph.state()["holding"] == ""
