@@ -131,3 +131,12 @@ def test_pick_fails_cleanly_without_the_end_effector_view(graph):
         skill="pick up the coke can", timeout_s=20.0), 30, "pick")
     assert not reply.success and "lost the camera (camera/ee_view/image_raw)" in reply.message
     assert graph.pick.actions_taken == 0 and graph.state()["holding"] == ""
+
+
+def test_ee_view_node_rejects_joint_names_it_cannot_use(graph):
+    from rclpy.parameter import Parameter
+
+    from saycan_ros.nodes.ee_view_node import EEViewNode
+    with pytest.raises(ValueError, match="joint_names must name the lift, yaw and extend"):
+        EEViewNode(context=graph.context, parameter_overrides=[
+            Parameter("joint_names", value=["arm_lift_joint", "arm_yaw_joint"])])

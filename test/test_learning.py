@@ -260,7 +260,9 @@ def test_train_overrides_parse_json_and_keep_plain_text():
     ("bc", "data.noise=[0.1]", "bc.data.noise: expected a list of 2"),
     ("bc", "model.channels=[16,\"a\"]", "expected a list of integers"),
     ("value", "model.coord_conv=1", "value.model.coord_conv: expected true or false"),
-    ("value", "train.lr=0", "lr must be > 0")])
+    ("value", "train.lr=0", "lr must be > 0"),
+    ("bc", "model.ee_view=8", "ee_view: expected 0 (off) or a side of at least 16 px"),
+    ("bc", "model.ee_view_zoom=0.5", "ee_view_zoom: expected at least 1")])
 def test_train_rejects_a_bad_setting_in_one_line_before_any_work(tmp_path, command, setting,
                                                                   message):
     from saycan_ros.cli import main

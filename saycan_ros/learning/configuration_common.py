@@ -44,6 +44,13 @@ class FiLMNetConfig:
                                       # same kind; its first keypoint learns the target's pixel
     ee_view_zoom: float = 2.0         # its pixels per head-camera pixel
 
+    def __post_init__(self):
+        # Checked here, before any demonstrations are built (the network is made after them).
+        if self.ee_view and (isinstance(self.ee_view, bool) or self.ee_view < 16):
+            raise ValueError(f"ee_view: expected 0 (off) or a side of at least 16 px, got {self.ee_view!r}")
+        if not self.ee_view_zoom >= 1:
+            raise ValueError(f"ee_view_zoom: expected at least 1, got {self.ee_view_zoom!r}")
+
 
 @dataclass(frozen=True)
 class AugmentConfig:

@@ -50,6 +50,9 @@ class EEViewNode(Node):
         p = declare_parameters(self, DEFAULTS)
         if int(p["size"]) < 8 or not float(p["zoom"]) > 0:
             raise ValueError(f"ee_view: size must be >= 8 px and zoom > 0, got {p['size']}, {p['zoom']}")
+        if len(p["joint_names"]) != 3:
+            raise ValueError(f"ee_view: joint_names must name the lift, yaw and extend joints, "
+                             f"got {list(p['joint_names'])}")
         self.size = int(p["size"])
         self.mount = CameraMount(x=float(p["camera_x"]), z=float(p["camera_z"]),
                                  pitch=float(p["camera_pitch"]))

@@ -115,8 +115,14 @@ class KitchenSimNode(Node):
             base_limits=BaseLimits(max_linear=float(p["max_linear_speed"]),
                                    max_angular=float(p["max_angular_speed"])))
         self.camera = Camera(self.world, int(p["camera_width"]), int(p["camera_height"]))
-        self.ee_camera = (EEViewCamera(self.world, int(p["ee_view_size"]), float(p["ee_view_zoom"]))
-                          if p["ee_view_size"] and p["ee_view_size"] > 0 else None)
+        self.ee_camera = None
+        if p["ee_view_size"] and p["ee_view_size"] > 0:
+            try:
+                self.ee_camera = EEViewCamera(self.world, int(p["ee_view_size"]),
+                                              float(p["ee_view_zoom"]))
+            except (TypeError, ValueError) as error:
+                self.get_logger().error(f"parameters ee_view_size / ee_view_zoom: {error}; "
+                                        f"no end-effector view")
         self.scanner = LaserScanner(self.world.plan)
         self.elapsed = 0.0                 # simulated seconds since start; never goes back
         self.steps = 0

@@ -7,7 +7,8 @@ in the pick gym env) loads once, at start-up; it runs on the skill's worker thre
 service or sensor threads. Every cycle, as in the env it was trained in:
 
 1. observe: the latest camera frame taken after the arm came to rest (and the end-effector
-   view's, for a policy that takes one), and the arm state from ``joint_states`` (end effector in ``base_link`` by the arm's kinematics, finger opening,
+   view's, for a policy that takes one), and the arm state from ``joint_states`` (end
+   effector in ``base_link`` by the arm's kinematics, finger opening,
    whether something is held);
 2. act: ``[dx, dy, dz, gripper, terminate]`` -> the gripper opening on
    ``gripper_controller/commands`` and an end-effector velocity on ``servo_node/delta_twist_cmds``
@@ -22,7 +23,8 @@ held where it is (zero twist), the gripper left as it is.
 
 Robot I/O (standard topics, remap for another robot): ``camera/image_raw``,
 ``camera/ee_view/image_raw`` (only for a policy with an end-effector view: the head camera
-cropped finer around the fingertips, as ``kitchen_sim`` publishes it) and ``joint_states`` in; ``servo_node/delta_twist_cmds`` (TwistStamped in ``base_link``),
+cropped finer around the fingertips, as ``kitchen_sim`` publishes it) and ``joint_states`` in;
+``servo_node/delta_twist_cmds`` (TwistStamped in ``base_link``),
 ``gripper_controller/commands`` (Float64MultiArray, opening in m) and
 ``arm_controller/joint_trajectory`` out.
 """

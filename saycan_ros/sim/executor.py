@@ -149,11 +149,12 @@ class SimulatedKitchen:
         obs = {"image": self.camera.render().copy(),
                "state": policy_state(arm.joint_positions, self.world.held is not None,
                                      arm.limits.gripper)}
-        size = int(getattr(self.policy, "ee_view", 0) or 0)
+        from saycan_ros.learning.data import ee_view_of
+        size, zoom = ee_view_of(self.policy)
         if size:
             if self._ee_camera is None:
                 from saycan_ros.sim.camera import EEViewCamera
-                self._ee_camera = EEViewCamera(self.world, size, self.policy.ee_view_zoom)
+                self._ee_camera = EEViewCamera(self.world, size, zoom)
             obs["ee_image"] = self._ee_camera.render().copy()
         return obs
 
