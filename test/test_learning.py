@@ -49,8 +49,12 @@ def env(policy):
 
 
 def views(obs, n=1):
-    """The policy's extra input: ``ee_images`` of ``n`` copies of the observation's view."""
-    return {"ee_images": np.stack([obs["ee_image"]] * n)} if "ee_image" in obs else {}
+    """The policy's extra inputs: ``ee_images`` and ``start_images``, ``n`` copies of the
+    observation's end-effector view and start frame."""
+    extra = {"start_images": np.stack([obs["start_image"]] * n)}
+    if "ee_image" in obs:
+        extra["ee_images"] = np.stack([obs["ee_image"]] * n)
+    return extra
 
 
 def run_episode(env, policy, spec):
@@ -108,10 +112,9 @@ def test_film_conditioning_changes_outputs_with_the_text(env, policy):
     obs, _ = D.reset_to(env, D.StartSpec(seed=4244, object="apple", location="table"))
     from saycan_ros.learning.modeling_bc import preprocess_images
     net = policy.net
-    img = preprocess_images(torch.as_tensor(obs["image"][None]))
     texts = ["pick up the apple", "pick up the sponge"]
     emb = torch.as_tensor(policy.embeddings(texts))
-    ee = policy.tensors(obs["image"][None], obs["state"][None], texts[:1], **views(obs))[3]
+    img, _, _, ee = policy.tensors(obs["image"][None], obs["state"][None], texts[:1], **views(obs))
     with torch.no_grad():
         film = net.encoder.film(net.text_norm(emb))
         features = net.encoder(img.repeat(2, 1, 1, 1), net.text_norm(emb))
@@ -335,7 +338,7 @@ def test_fine_keypoints_refine_the_text_queried_map_to_twice_the_resolution():
     from saycan_ros.learning.configuration_bc import BCConfig
     from saycan_ros.learning.modeling_bc import BCPolicyNet
     torch.manual_seed(0)
-    cfg = dataclasses.replace(BCConfig.load(None).model, ee_view=0)    # the head camera alone
+    cfg = dataclasses.replace(BCConfig.load(None).model, ee_view=0, start_frame=False)   # head camera alone
     coarse_net = BCPolicyNet(dataclasses.replace(cfg, fine_keypoints=0)).eval()
     fine_net = BCPolicyNet(dataclasses.replace(cfg, fine_keypoints=8)).eval()
     fine_net.load_state_dict(coarse_net.state_dict(), strict=False)
@@ -373,6 +376,9 @@ def test_value_encoder_must_match_the_policy_encoder_both_ways():
     for fine in (0, cfg.fine_keypoints + 4):
         with pytest.raises(ValueError, match="does not match the policy's encoder"):
             policy_encoder_weights(policy, ValueNet(dataclasses.replace(cfg, fine_keypoints=fine)))
+    with pytest.raises(ValueError, match="does not match the policy's encoder"):
+        policy_encoder_weights(policy, ValueNet(dataclasses.replace(
+            cfg, start_frame=not cfg.start_frame)))           # the stem's input channels differ
     half = dataclasses.replace(cfg, image_size=cfg.image_size // 2)
     with pytest.raises(ValueError, match="image_size"):
         policy_encoder_weights(policy, ValueNet(half))
@@ -386,7 +392,7 @@ def test_bf16_training_keeps_keypoints_in_float32_and_rejects_unknown_precision(
     from saycan_ros.learning.configuration_bc import BCConfig
     from saycan_ros.learning.modeling_bc import BCPolicyNet, autocast, bc_loss
     torch.manual_seed(0)
-    cfg = dataclasses.replace(BCConfig.load(None).model, image_size=64, ee_view=0)
+    cfg = dataclasses.replace(BCConfig.load(None).model, image_size=64, ee_view=0, start_frame=False)
     net = BCPolicyNet(cfg)
     images, states, text = torch.randn(2, 3, 64, 64), torch.randn(2, 5), torch.randn(2, 384)
     with autocast("bf16"):
@@ -429,7 +435,7 @@ def test_loaded_models_resize_camera_frames_to_their_input_size():
     from saycan_ros.learning.modeling_bc import BCPolicyNet, PickPolicy
     from saycan_ros.learning.modeling_common import resize_images
     from saycan_ros.learning.text_encoder import EmbeddingTable
-    cfg = dataclasses.replace(BCConfig.load(None).model, image_size=48, ee_view=0)
+    cfg = dataclasses.replace(BCConfig.load(None).model, image_size=48, ee_view=0, start_frame=False)
     table = EmbeddingTable(["pick up the apple"], np.ones((1, 384), np.float32))
     policy = PickPolicy(BCPolicyNet(cfg), table)
     assert policy.image_size == 48
@@ -452,7 +458,7 @@ def test_policy_with_an_end_effector_view_needs_and_uses_it():
     from saycan_ros.learning.modeling_bc import BCPolicyNet, PickPolicy
     from saycan_ros.learning.text_encoder import EmbeddingTable
     torch.manual_seed(0)
-    cfg = dataclasses.replace(BCConfig.load(None).model, ee_view=32)
+    cfg = dataclasses.replace(BCConfig.load(None).model, ee_view=32, start_frame=False)
     table = EmbeddingTable(["pick up the apple"], np.ones((1, 384), np.float32))
     policy = PickPolicy(BCPolicyNet(cfg), table)
     assert policy.ee_view == 32 and D.ee_view_of(policy) == (32, cfg.ee_view_zoom)
@@ -472,6 +478,55 @@ def test_policy_with_an_end_effector_view_needs_and_uses_it():
     assert (out["delta"] - other["delta"]).abs().max() > 1e-4        # the view reaches the heads
 
 
+def test_policy_with_a_start_frame_needs_and_uses_it():
+    """``start_frame``: the head frame from the skill's start is stacked with the current one
+    (6 image channels); resized like it; without it, or of another shape, the policy refuses."""
+    import dataclasses
+
+    from saycan_ros.learning.configuration_bc import BCConfig
+    from saycan_ros.learning.modeling_bc import BCPolicyNet, PickPolicy
+    from saycan_ros.learning.text_encoder import EmbeddingTable
+    torch.manual_seed(0)
+    cfg = dataclasses.replace(BCConfig.load(None).model, ee_view=0, start_frame=True)
+    table = EmbeddingTable(["pick up the apple"], np.ones((1, 384), np.float32))
+    policy = PickPolicy(BCPolicyNet(cfg), table)
+    assert policy.start_frame and policy.net.encoder.stem[0].in_channels == 6 + 2
+    rng = np.random.default_rng(0)
+    frames = rng.integers(0, 255, (2, 120, 120, 3), dtype=np.uint8)      # resized to 96
+    starts = rng.integers(0, 255, (2, 120, 120, 3), dtype=np.uint8)
+    states, skills = np.zeros((2, 5), np.float32), ["pick up the apple"] * 2
+    with pytest.raises(ValueError, match="skill's start"):
+        policy(frames, states, skills)
+    with pytest.raises(ValueError, match="shape"):
+        policy.tensors(frames, states, skills, start_images=starts[:1])      # one per frame
+    img = policy.tensors(frames, states, skills, start_images=starts)[0]
+    assert img.shape == (2, 6, 96, 96)
+    np.testing.assert_allclose(img[:, :3], policy.tensors(frames, states, skills,
+                                                          start_images=frames)[0][:, 3:])
+    a = policy(frames, states, skills, start_images=starts)
+    b = policy(frames, states, skills, start_images=frames)
+    assert np.abs(a[:, :3] - b[:, :3]).max() > 1e-4                  # the start frame reaches the heads
+
+
+def test_start_rows_and_env_start_image():
+    """Frames sorted by (episode, step) find their episode's first frame; the pick env hands
+    every observation of an episode the same start frame, renewed at reset."""
+    from saycan_ros.learning.modeling_common import start_rows
+    np.testing.assert_array_equal(start_rows([0, 1, 2, 0, 1, 0]), [0, 0, 0, 3, 3, 5])
+    with pytest.raises(ValueError, match="sorted"):
+        start_rows([1, 0])
+    env = D.make_pick_env()
+    obs, _ = D.reset_to(env, D.StartSpec(seed=4242, object="apple", location="table"))
+    first = obs["image"]
+    assert obs in env.observation_space and (obs["start_image"] == first).all()
+    expert = env.expert()
+    for _ in range(8):
+        obs, *_ = env.step(expert.clean_action())
+    assert (obs["start_image"] == first).all() and (obs["image"] != first).any()
+    obs, _ = D.reset_to(env, D.StartSpec(seed=4243, object="sponge", location="close counter"))
+    assert (obs["start_image"] == obs["image"]).all()
+
+
 def test_demos_and_rollouts_carry_the_end_effector_view():
     """Demonstrations store the view and the target's pixel in it; a rollout hands a policy
     that declares ``ee_view`` the views of every active episode (the PolicyFn contract)."""
@@ -483,15 +538,15 @@ def test_demos_and_rollouts_carry_the_end_effector_view():
     assert "ee_images" not in D.collect_demos(1, 4242, (0.0, 0.0), progress=False)
 
     class Recorder:
-        ee_view, ee_view_zoom, calls = 48, 2.0, []
+        ee_view, ee_view_zoom, start_frame, calls = 48, 2.0, True, []
 
-        def __call__(self, images, states, skills, ee_images):
-            self.calls.append((len(images), ee_images.shape))
+        def __call__(self, images, states, skills, ee_images, start_images):
+            self.calls.append((len(images), ee_images.shape, (start_images == images).all()))
             return np.tile([0.0, 0.0, 0.0, -1.0, 1.0], (len(images), 1))   # stop at once
 
     roll = D.rollout(Recorder(), D.feasible_starts(["apple", "sponge"], 2, 4242), n_envs=3,
                      record=True, progress=False)
-    assert Recorder.calls[0] == (3, (3, 48, 48, 3))
+    assert Recorder.calls[0] == (3, (3, 48, 48, 3), True)     # first step: start = current
     assert roll.steps["ee_images"].shape == (4, 48, 48, 3)
 
 
@@ -509,3 +564,26 @@ def test_bad_image_size_and_value_precision_are_rejected_before_any_work():
             BCPolicyNet(dataclasses.replace(cfg, image_size=bad))
     with pytest.raises(ValueError, match="precision"):
         train_value(overrides={"train.precision": "bf16"}, progress=False)
+
+
+def test_augment_moves_content_by_the_returned_shift_and_leaves_the_input_alone():
+    """Pad-and-crop moves a marked pixel by exactly the returned (du, dv), alike in every
+    channel (current and start frame); brightness / contrast stay in [0, 1]; the uint8 input is
+    not touched (the augmentation works in place on its own copy)."""
+    from saycan_ros.learning.configuration_common import AugmentConfig
+    from saycan_ros.learning.modeling_common import augment
+    images = torch.zeros(16, 32, 32, 6, dtype=torch.uint8)
+    images[:, 10, 20] = 255                        # (v, u) = (10, 20) in all six channels
+    before = images.clone()
+    x, shift = augment(images, AugmentConfig(shift=2, brightness=0.0, contrast=0.0),
+                       torch.Generator().manual_seed(1), return_shift=True)
+    assert torch.equal(images, before) and x.shape == (16, 6, 32, 32)
+    for i in range(16):
+        v, u = np.unravel_index(int(x[i, 0].argmax()), (32, 32))
+        assert (u - 20, v - 10) == tuple(shift[i].int().tolist())
+        assert torch.equal(x[i, 0], x[i, 5])
+    assert len({tuple(s) for s in shift.tolist()}) > 3
+    y = augment(images, AugmentConfig(shift=0, brightness=0.3, contrast=0.5), torch.Generator().manual_seed(2))
+    assert 0.0 <= y.min() and y.max() <= 1.0 and not torch.equal(y, images.permute(0, 3, 1, 2) / 255.0)
+    plain = augment(images, AugmentConfig(shift=0, brightness=0.0, contrast=0.0))
+    assert torch.equal(plain, images.permute(0, 3, 1, 2).float() / 255.0)

@@ -43,6 +43,9 @@ class FiLMNetConfig:
                                       # sim/camera.EEViewCamera), through its own encoder of the
                                       # same kind; its first keypoint learns the target's pixel
     ee_view_zoom: float = 2.0         # its pixels per head-camera pixel
+    start_frame: bool = False         # the head camera's frame at the skill's start is stacked
+                                      # with the current one (3 more input channels): where the
+                                      # target was before the arm came over it and hid it
 
     def __post_init__(self):
         # Checked here, before any demonstrations are built (the network is made after them).

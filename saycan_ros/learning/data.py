@@ -41,7 +41,9 @@ EVAL_SEED_BASE = 900_000_000
 
 #: policy(images (B,H,W,3) uint8, states (B,5) float32, skills list[str]) -> actions (B,5);
 #: a policy with an ``ee_view`` attribute > 0 is also given ``ee_images=`` (B,S,S,3) uint8, the
-#: end-effector views (``sim.camera.EEViewCamera``) of that side, at its ``ee_view_zoom``
+#: end-effector views (``sim.camera.EEViewCamera``) of that side, at its ``ee_view_zoom``; one
+#: with a true ``start_frame`` attribute also ``start_images=`` (B,H,W,3) uint8, each episode's
+#: first head camera frame
 PolicyFn = Callable[[np.ndarray, np.ndarray, Sequence[str]], np.ndarray]
 
 
@@ -79,6 +81,8 @@ def call_policy(policy: PolicyFn, obs: Sequence[dict]) -> np.ndarray:
     states = np.stack([o["state"] for o in obs]).astype(np.float32)
     skills = [o["skill"] for o in obs]
     extra = {"ee_images": np.stack([o["ee_image"] for o in obs])} if ee_view_of(policy)[0] else {}
+    if getattr(policy, "start_frame", False):
+        extra["start_images"] = np.stack([o["start_image"] for o in obs])
     return np.asarray(policy(images, states, skills, **extra), dtype=np.float32)
 
 

@@ -15,6 +15,12 @@ fingertips (``sim.camera.EEViewCamera``), where a flat object's edge beside a fi
 the 96-px frame blurs into one. Its text-queried keypoint learns the target's pixel in that view;
 its features join the head camera's before the MLP.
 
+With ``start_frame`` (an option, not shipped) the head encoder reads the current frame stacked
+with the frame the skill started from (6 channels): once the arm reaches over a flat object
+lying along it, the telescoping link hides the object from the head camera, while the start
+frame still shows where it lies. Trained from scratch it did not lift the energy bar (157 of
+180 starts against 158, ``config/learning.yaml``).
+
 The non-image state (end-effector x, y, z in the base frame, gripper opening, holding) is fed
 to the MLP: the camera shows where the object is relative to the gripper, the state gives the
 arm's height and the hand's condition exactly, which the descend / close / lift phases need.
@@ -52,7 +58,8 @@ class BCPolicyNet(FiLMNet):
         self.aux = nn.Linear(cfg.hidden, cfg.aux_dim) if cfg.aux_dim else None
 
     def forward(self, images, states, text, ee_images=None):
-        """images: preprocessed (B,3,H,W); states (B,5) raw; text (B,384); ee_images:
+        """images: preprocessed (B,3,H,W) (B,6,H,W with ``cfg.start_frame``: + the skill's start
+        frame); states (B,5) raw; text (B,384); ee_images:
         preprocessed end-effector views (B,3,S,S), with ``cfg.ee_view``."""
         h = self.mlp(self.trunk(self.features(images, text, ee_images), states, text))
         out = {"delta": self.delta(h), "gripper": self.gripper(h), "terminate": self.terminate(h)}
@@ -116,13 +123,14 @@ class PickPolicy(LoadedModel):
 
     @torch.no_grad()
     def __call__(self, images: np.ndarray, states: np.ndarray, skills: Sequence[str],
-                 ee_images: np.ndarray | None = None) -> np.ndarray:
-        return to_actions(self.net(*self.tensors(images, states, skills, ee_images)))
+                 ee_images: np.ndarray | None = None,
+                 start_images: np.ndarray | None = None) -> np.ndarray:
+        return to_actions(self.net(*self.tensors(images, states, skills, ee_images, start_images)))
 
     def act(self, obs: dict) -> np.ndarray:
-        ee = obs.get("ee_image")
+        ee, start = obs.get("ee_image"), obs.get("start_image")
         return self(obs["image"][None], obs["state"][None], [obs["skill"]],
-                    None if ee is None else ee[None])[0]
+                    None if ee is None else ee[None], None if start is None else start[None])[0]
 
     def save(self, path, extra: dict | None = None) -> None:
         save_checkpoint(path, "bc_pick", self.net, self.embeddings, extra)

@@ -133,7 +133,9 @@ class FiLMEncoder(nn.Module):
                              f"got {size!r}")
         ch = tuple(cfg.channels)
         self.coord_conv = bool(cfg.coord_conv)
-        self.stem = nn.Sequential(nn.Conv2d(3 + 2 * self.coord_conv, ch[0], 5, stride=2, padding=2, bias=False),
+        self.in_channels = 3 * (1 + bool(cfg.start_frame))     # + the skill's start frame
+        self.stem = nn.Sequential(nn.Conv2d(self.in_channels + 2 * self.coord_conv, ch[0], 5,
+                                            stride=2, padding=2, bias=False),
                                   nn.GroupNorm(cfg.groups, ch[0]), nn.ReLU())
         self.downs = nn.ModuleList(
             nn.Sequential(nn.Conv2d(ch[i - 1], ch[i], 3, stride=2, padding=1, bias=False),
@@ -215,8 +217,28 @@ def resize_images(images: np.ndarray, size: int) -> np.ndarray:
                                 interpolation=cv2.INTER_AREA) for im in images])
 
 
+def with_start_frames(images, start_images):
+    """(B,H,W,3) current and start frames -> (B,H,W,6), the input of a ``start_frame`` encoder
+    (numpy or torch, uint8); augmenting the stack shifts both frames alike, as a camera would."""
+    if tuple(start_images.shape) != tuple(images.shape):
+        raise ValueError(f"start_images: expected the shape of the images {tuple(images.shape)}, "
+                         f"got {tuple(start_images.shape)}")
+    if isinstance(images, torch.Tensor):
+        return torch.cat([images, start_images], dim=3)
+    return np.concatenate([images, start_images], axis=3)
+
+
+def start_rows(step) -> np.ndarray:
+    """For frames sorted by (episode, step): the row of each frame's episode start (step 0)."""
+    step = np.asarray(step)
+    rows = np.where(step == 0, np.arange(len(step)), 0)
+    if len(step) and step[0] != 0:
+        raise ValueError("frames must be sorted by (episode, step), each episode from step 0")
+    return np.maximum.accumulate(rows) if len(step) else rows
+
+
 def preprocess_images(images: torch.Tensor) -> torch.Tensor:
-    """uint8 (B,H,W,3) or float (B,3,H,W) in [0,1] -> normalised float (B,3,H,W)."""
+    """uint8 (B,H,W,C) or float (B,C,H,W) in [0,1] -> normalised float (B,C,H,W)."""
     if images.dtype == torch.uint8:
         images = images.permute(0, 3, 1, 2).float() / 255.0
     return (images - IMAGE_MEAN) / IMAGE_STD
@@ -281,7 +303,8 @@ class FiLMNet(nn.Module):
         self.text_norm = TextNorm(cfg.text_dim)
         self.encoder = FiLMEncoder(cfg)
         # The end-effector view: an encoder of the same kind, its own weights.
-        self.ee_encoder = (FiLMEncoder(dataclasses.replace(cfg, image_size=cfg.ee_view, ee_view=0))
+        self.ee_encoder = (FiLMEncoder(dataclasses.replace(cfg, image_size=cfg.ee_view, ee_view=0,
+                                                          start_frame=False))
                            if cfg.ee_view else None)
         self.text_proj = nn.Linear(cfg.text_dim, cfg.text_proj)
         self.trunk_dim = (self.encoder.out_dim + cfg.state_dim + cfg.text_proj
@@ -329,11 +352,23 @@ class LoadedModel:
     def ee_view_zoom(self) -> float:
         return float(self.net.cfg.ee_view_zoom)
 
+    @property
+    def start_frame(self) -> bool:
+        """Whether the network also takes the head camera frame from the skill's start."""
+        return bool(getattr(self.net.cfg, "start_frame", False))
+
     def tensors(self, images: np.ndarray, states: np.ndarray, skills: Sequence[str],
-                ee_images: np.ndarray | None = None):
+                ee_images: np.ndarray | None = None, start_images: np.ndarray | None = None):
         """(B,H,W,3) uint8 of any size, (B,5), B skill texts [, (B,S,S,3) end-effector views]
-        -> the network's input tensors (the views' tensor is None without ``ee_view``)."""
+        [, (B,H,W,3) head frames from the skill's start] -> the network's input tensors (the
+        views' tensor is None without ``ee_view``; with ``start_frame`` the image tensor has
+        the start frame's 3 channels after the current frame's)."""
         images = resize_images(images, self.image_size)
+        if self.start_frame:
+            if start_images is None:
+                raise ValueError(f"{type(self).__name__}: this model also needs the head camera "
+                                 f"frame from the skill's start (start_images)")
+            images = with_start_frames(images, resize_images(start_images, self.image_size))
         # Copies: camera and state buffers may be read-only (ROS messages, cached frames).
         img = preprocess_images(torch.as_tensor(np.array(images)))
         st = torch.as_tensor(np.array(states, np.float32))

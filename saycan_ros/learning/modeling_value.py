@@ -144,7 +144,10 @@ class PickValue(LoadedModel):
 
     @torch.no_grad()
     def raw(self, images: np.ndarray, states: np.ndarray, skills: Sequence[str]) -> np.ndarray:
-        return torch.sigmoid(self.net(*self.tensors(images, states, skills))).double().numpy()
+        # Read before the skill starts: its start frame is the current one.
+        start = images if self.start_frame else None
+        return torch.sigmoid(self.net(*self.tensors(images, states, skills, start_images=start))
+                             ).double().numpy()
 
     def affordance(self, images, states, skills) -> np.ndarray:
         return self.calibration(self.raw(images, states, skills))

@@ -44,7 +44,8 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
     from saycan_ros.learning.modeling_bc import (BCPolicyNet, PickPolicy, augment, autocast,
                                                  bc_loss, count_parameters, cosine_lr)
     from saycan_ros.learning.modeling_common import (native_bf16, preprocess_images,
-                                                     resolve_precision)
+                                                     resolve_precision, start_rows,
+                                                     with_start_frames)
     from saycan_ros.learning.text_encoder import ENCODER_NAME, EmbeddingTable
 
     cfg = with_overrides(BCConfig.load(config_path), overrides)   # "train.steps": 100
@@ -72,6 +73,7 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
     pix = torch.from_numpy(demos["pix"])
     ee_images = torch.from_numpy(demos["ee_images"]) if cfg.model.ee_view else None
     skill_index = torch.from_numpy(demos["skill_index"].astype(np.int64))
+    start = torch.from_numpy(start_rows(demos["step"]))   # demonstrations: in episode order
     log(f"training precision: {precision} (config: {cfg.train.precision})")
     log(f"demonstrations: {int(demos['ep_seed'].size)} episodes, {len(images)} frames, expert "
         f"success under noise {demos['ep_success'].mean():.1%} ({t_data:.0f} s)")
@@ -113,8 +115,10 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
             roll = D.rollout(policy, specs, record=True, expert_labels=True,
                              noise=tuple(cfg.dagger.noise), progress=progress, desc=f"dagger {r + 1}",
                              undershoot=d.undershoot)
-            st = roll.steps
+            order = np.lexsort((roll.steps["step"], roll.steps["episode"]))
+            st = {k: v[order] for k, v in roll.steps.items()}     # (episode, step) order
             index = {t: i for i, t in enumerate(texts)}
+            start = torch.cat([start, len(images) + torch.from_numpy(start_rows(st["step"]))])
             images = torch.cat([images, torch.from_numpy(st["images"])])
             if ee_images is not None:
                 ee_images = torch.cat([ee_images, torch.from_numpy(st["ee_images"])])
@@ -136,7 +140,9 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
             if len(weights) != len(images):          # DAgger frames were added
                 weights = sampling_weights()
             idx = torch.multinomial(weights, tc.batch_size, replacement=True, generator=gen)
-        x, shift = augment(images[idx], cfg.augment, gen, return_shift=True)
+        frames = with_start_frames(images[idx], images[start[idx]]) if cfg.model.start_frame \
+            else images[idx]
+        x, shift = augment(frames, cfg.augment, gen, return_shift=True)
         x = preprocess_images(x)
         shifts = [shift, shift]                          # head: target, fingertips
         ee = None

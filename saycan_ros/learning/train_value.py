@@ -103,6 +103,7 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
     from tqdm import tqdm
 
     from saycan_ros.learning.modeling_bc import PickPolicy, augment, count_parameters, cosine_lr
+    from saycan_ros.learning.modeling_common import start_rows, with_start_frames
     from saycan_ros.learning.modeling_value import PickValue, ValueNet, fit_calibration
     from saycan_ros.learning.text_encoder import ENCODER_NAME, EmbeddingTable
     from saycan_ros.learning.train_bc import write_record
@@ -148,6 +149,13 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
     text_matrix = torch.as_tensor(table(texts))
     skill_ix = torch.as_tensor([text_index[str(s)] for s in train["step_skills"]])
     images = torch.from_numpy(train["step_images"])
+    start = torch.from_numpy(start_rows(t_idx))
+
+    def frames(rows):
+        """uint8 inputs of these rows (with ``start_frame``: + their episode's first frame)."""
+        if cfg.model.start_frame:
+            return with_start_frames(images[rows], images[start[rows]])
+        return images[rows]
     states = torch.from_numpy(train["step_states"])
     ahead_t, mc_t = torch.from_numpy(ahead), torch.from_numpy(mc_target.astype(np.float32))
     next_t = torch.from_numpy(next_index)
@@ -172,8 +180,8 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
         feats = []
         with torch.no_grad():
             for i in tqdm(range(0, len(ep), 256), desc="features", disable=not progress, mininterval=2):
-                j = slice(i, i + 256)
-                feats.append(net.features((images[j].permute(0, 3, 1, 2).float() / 255 - 0.5) / 0.25,
+                j = torch.arange(i, min(i + 256, len(ep)))
+                feats.append(net.features((frames(j).permute(0, 3, 1, 2).float() / 255 - 0.5) / 0.25,
                                           text_matrix[skill_ix[j]]))
         feats = torch.cat(feats)
         for p in net.encoder.parameters():
@@ -186,8 +194,8 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
         params = list(net.parameters())
 
         def predict(model, idx, augmented):
-            x = augment(images[idx], cfg.augment, gen) if augmented else \
-                images[idx].permute(0, 3, 1, 2).float() / 255
+            x = augment(frames(idx), cfg.augment, gen) if augmented else \
+                frames(idx).permute(0, 3, 1, 2).float() / 255
             return model((x - 0.5) / 0.25, states[idx], text_matrix[skill_ix[idx]])
     target = copy.deepcopy(net).eval()
     for p in target.parameters():
@@ -231,7 +239,8 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
     cal, fit = fit_calibration(raw, calib["success"], cfg.calibration.objective, cfg.calibration.grid)
     value.calibration = cal
     log(f"calibration on {len(raw)} held-out starts: v_min {cal.v_min:.4f}, v_max {cal.v_max:.4f}; "
-        f"ECE {fit['ece']:.4f}, AUROC {fit['auroc']:.4f}")
+        f"ECE {fit['ece']:.4f}, AUROC "
+        + ("n/a (one outcome only)" if fit["auroc"] is None else f"{fit['auroc']:.4f}"))
     record = {
         "kind": "value_pick",
         "weights": out.name,

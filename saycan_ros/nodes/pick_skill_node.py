@@ -7,7 +7,8 @@ in the pick gym env) loads once, at start-up; it runs on the skill's worker thre
 service or sensor threads. Every cycle, as in the env it was trained in:
 
 1. observe: the latest camera frame taken after the arm came to rest (and the end-effector
-   view's, for a policy that takes one), and the arm state from ``joint_states`` (end
+   view's, for a policy that takes one; the skill's first frame is kept for a policy that
+   also looks at where things were before the arm moved over them), and the arm state from ``joint_states`` (end
    effector in ``base_link`` by the arm's kinematics, finger opening,
    whether something is held);
 2. act: ``[dx, dy, dz, gripper, terminate]`` -> the gripper opening on
@@ -239,6 +240,7 @@ class PickSkillNode(SkillServerNode):
             self._move_home(job, GRIPPER_LIMITS[1])
         rest = time.monotonic()
         terminated = False
+        start = None
         for _ in range(int(p["max_actions"])):
             obs = {}
             for key, topic in self.streams.items():
@@ -246,6 +248,8 @@ class PickSkillNode(SkillServerNode):
                 if image is None:
                     return False, f"lost the camera ({topic})"
                 obs[key] = as_image(image)
+            start = obs["image"] if start is None else start
+            obs["start_image"] = start        # the first frame, before the arm moved over it
             joints = self.joints()
             if joints is None:
                 return False, "lost the joint states"

@@ -6,7 +6,9 @@
 The skill text is part of the observation, so one environment serves every object.
 Observation: ``image`` (head camera, RGB uint8), ``state`` ([ee x, ee y, ee z] in the base
 frame in metres, gripper opening 0..1, holding 0/1) and ``skill``; with ``ee_view`` also
-``ee_image``, the end-effector view (:class:`~saycan_ros.sim.camera.EEViewCamera`). Action: see
+``ee_image``, the end-effector view (:class:`~saycan_ros.sim.camera.EEViewCamera`); and
+``start_image``, the head camera frame of the episode's first observation (what a skill saw
+when it started: a policy with ``start_frame`` takes it). Action: see
 :mod:`saycan_ros.sim.control`. Sparse reward: 1.0 at the end of a successful episode, else 0;
 at most 50 actions (the SayCan paper's evaluation protocol).
 
@@ -69,10 +71,14 @@ class KitchenSkillEnv(gym.Env):
             "skill": spaces.Text(max_length=64, min_length=1, charset=SKILL_CHARSET),
             **({"ee_image": spaces.Box(0, 255, (int(ee_view), int(ee_view), 3), np.uint8)}
                if ee_view else {}),
+            "start_image": spaces.Box(0, 255, (height, width, 3), np.uint8),
         })
         self.action_space = spaces.Box(-1.0, 1.0, (ACTION_SIZE,), np.float32)
         self.episode: dict[str, Any] = {}
         self.steps = 0
+        #: The head frame of the episode's first observation; None: the next observation's
+        #: (set it to None after changing the scene by hand).
+        self.start_image: np.ndarray | None = None
 
     # -- episodes --------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -102,6 +108,7 @@ class KitchenSkillEnv(gym.Env):
         else:
             self._reset_place(target, location, distractors, spare, reason, world_seed, rng)
         self.steps = 0
+        self.start_image = None
         skill = f"{'pick up' if self.task == 'pick' else 'put down'} the {target}"
         self.episode.update(skill=skill, object=target, location=location,
                             infeasible_reason=reason or "", feasible=reason is None)
@@ -185,7 +192,10 @@ class KitchenSkillEnv(gym.Env):
         x, y, z = w.arm.ee
         opening = w.arm.opening / w.arm.limits.gripper[1]
         state = np.array([x, y, z, opening, 1.0 if w.held else 0.0], dtype=np.float32)
-        obs = {"image": self.camera.render().copy(), "state": state,
+        image = self.camera.render().copy()
+        if self.start_image is None:
+            self.start_image = image
+        obs = {"image": image, "state": state, "start_image": self.start_image.copy(),
                "skill": self.episode.get("skill", "") or next(iter(self.skills))}
         if self.ee_camera is not None:
             obs["ee_image"] = self.ee_camera.render().copy()

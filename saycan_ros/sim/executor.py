@@ -175,10 +175,11 @@ class SimulatedKitchen:
         if w.held is not None:          # the gripper tells: no privileged knowledge needed
             return SkillOutcome(False, f"cannot pick up the {name}: already holding the {w.held}")
         skill = f"pick up the {name}"
-        actions = 0
+        actions, start = 0, None
         for actions in range(1, MAX_ACTIONS + 1):
             obs = self.observation()
-            obs["skill"] = skill
+            start = obs["image"] if start is None else start
+            obs.update(skill=skill, start_image=start)     # what the skill saw when it began
             if apply_action(w, self.policy.act(obs), self.on_step):
                 break
         self.tuck_arm()                 # a grasp the policy did not lift far counts once tucked

@@ -122,6 +122,7 @@ class BCNLStrategy(Strategy):
                               holding=observation.get("holding"), seed=seed,
                               pose_noise=(0.03, 0.05))
         env.episode.update(skill=ctx.instruction)
+        env.start_image = None                              # the scene was set by hand
         obs = env._observation()
         obs["skill"] = ctx.instruction
         for _ in range(self.max_actions):
