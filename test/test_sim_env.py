@@ -146,6 +146,8 @@ def test_infeasible_pick_starts(pick_env, reason):
         assert "sponge" not in world.present
     elif reason == "holding":
         assert world.held not in (None, "sponge")
+    elif reason == "holding_target":
+        assert world.held == "sponge" and world.objects["sponge"].location == "gripper"
     else:
         assert not world.reachable("sponge")
 

@@ -17,7 +17,7 @@ class ValueDataConfig:
     calib_episodes: int = 600              # held out: fits v_min / v_max
     calib_seed_base: int = 30_000_000
     feasible_fraction: float = 0.5
-    reasons: tuple[str, ...] = ("absent", "holding", "out_of_reach", "away")
+    reasons: tuple[str, ...] = ("absent", "holding", "out_of_reach", "away", "holding_target")
     distractors: tuple[int, int] = (1, 6)  # other objects at the location (task scenes: up to 6)
     n_envs: int = 16
 

@@ -36,7 +36,7 @@ MAX_STEPS = 50
 SCENE_DISTRACTORS = (1, 6)
 #: Why a pick start is impossible. The env's own reasons, plus "away": the robot stands where
 #: no pick location is (the trash can, the user, the middle of the floor): the object is not in view.
-PICK_REASONS = ("absent", "holding", "out_of_reach", "away")
+PICK_REASONS = ("absent", "holding", "out_of_reach", "away", "holding_target")
 EVAL_SEED_BASE = 900_000_000
 
 #: policy(images (B,H,W,3) uint8, states (B,5) float32, skills list[str]) -> actions (B,5);

@@ -32,7 +32,7 @@ from saycan_ros.sim.control import ACTION_SIZE, apply_action
 from saycan_ros.sim.expert import PickExpert, PlaceExpert, free_spot, lifted
 from saycan_ros.sim.world import KitchenWorld
 
-PICK_INFEASIBLE = ("absent", "holding", "out_of_reach")
+PICK_INFEASIBLE = ("absent", "holding", "out_of_reach", "holding_target")
 PLACE_INFEASIBLE = ("not_holding", "holding_other", "away")
 PICK_LOCATIONS = ("close counter", "far counter", "table")
 PLACE_LOCATIONS = ("close counter", "far counter", "table", "trash can", "user")
@@ -127,15 +127,18 @@ class KitchenSkillEnv(gym.Env):
         return option
 
     def _reset_pick(self, target, location, distractors, spare, reason, seed) -> None:
+        # holding: another object is in the hand; holding_target: the target itself already is
+        # (a pick asked for again after it succeeded).
         placements = {name: location for name in distractors}
-        if reason != "absent":
+        if reason not in ("absent", "holding_target"):
             placements = {target: location, **placements}
+        held = {"holding": spare, "holding_target": target}.get(reason)
         for attempt in range(20):   # the start pose noise can move a slot across the reach limit
-            self.world.reset_scene(location, placements,
-                                   holding=spare if reason == "holding" else None, seed=seed + attempt,
+            self.world.reset_scene(location, placements, holding=held, seed=seed + attempt,
                                    out_of_reach=(target,) if reason == "out_of_reach" else (),
                                    pose_noise=(0.03, 0.05))
-            if reason in ("absent", "holding") or self.world.reachable(target) == (reason is None):
+            if reason in ("absent", "holding", "holding_target") or \
+                    self.world.reachable(target) == (reason is None):
                 break
         self.episode = {"spot": None}
 
