@@ -7,9 +7,10 @@ routed through config/skill_registry.yaml, the affordance node with the pick val
     ros2 launch saycan_ros saycan_sim.launch.py strategy:=no_vf affordance_file:=affordance.yaml
     ros2 topic pub --once /saycan/instruction std_msgs/String "{data: 'Bring me a coke.'}"
 
-For another robot (Gazebo, Isaac Sim, a real one) leave out kitchen_sim, add the ee_view node
-(the pick policy's end-effector view, cut from the head camera's full-resolution frame) and remap
-the skill nodes' and the affordance node's topics (docs/simulator.md).
+For another robot (Gazebo, Isaac Sim, a real one) leave out kitchen_sim, remap its wrist camera
+to camera/ee_view/image_raw (the pick policy's end-effector view; for a policy trained on the
+head-camera crop, add the ee_view node instead) and remap the skill nodes' and the affordance
+node's topics (docs/simulator.md).
 """
 import os
 

@@ -74,7 +74,8 @@ def graph(tmp_path_factory):
     class Graph(SimGraph):
         def __init__(self, tmp):
             super().__init__(tmp, DOMAIN_ID, "ee_view_test_client",
-                             ("-p", f"camera_width:={FINE}", "-p", f"camera_height:={FINE}"))
+                             ("-p", f"camera_width:={FINE}", "-p", f"camera_height:={FINE}",
+                              "-p", "ee_view_camera:=crop"))
             # The node's output on its own topic, beside the simulator's rendered view.
             self.node = EEViewNode(context=self.context, cli_args=[
                 "--ros-args", "-r", "camera/ee_view/image_raw:=cropped/image_raw",
@@ -140,3 +141,17 @@ def test_ee_view_node_rejects_joint_names_it_cannot_use(graph):
     with pytest.raises(ValueError, match="joint_names must name the lift, yaw and extend"):
         EEViewNode(context=graph.context, parameter_overrides=[
             Parameter("joint_names", value=["arm_lift_joint", "arm_yaw_joint"])])
+
+
+def test_kitchen_sim_runs_without_the_view_on_a_camera_it_does_not_have(graph):
+    """A misspelt ``ee_view_camera`` is logged and the simulator runs on without the view
+    (rather than crashing the robot's whole simulation)."""
+    from rclpy.parameter import Parameter
+
+    from saycan_ros.nodes.kitchen_sim_node import KitchenSimNode
+    node = KitchenSimNode(context=graph.context, parameter_overrides=[
+        Parameter("ee_view_camera", value="elbow")])
+    try:
+        assert node.ee_camera is None and node.camera is not None
+    finally:
+        node.destroy_node()

@@ -24,7 +24,10 @@ from sensor_msgs.msg import CameraInfo, Image, JointState, LaserScan  # noqa: E4
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
-from saycan_ros.sim import EE_VIEW_SIZE, EE_VIEW_ZOOM, HEAD_CAMERA_SIZE  # noqa: E402
+from saycan_ros.kitchen import load_kitchen  # noqa: E402
+from saycan_ros.sim import EE_VIEW_SIZE, HEAD_CAMERA_SIZE  # noqa: E402
+from saycan_ros.sim.camera import WristCamera  # noqa: E402
+from saycan_ros.sim.world import KitchenWorld  # noqa: E402
 
 try:
     from saycan_ros.msg import WorldState
@@ -61,7 +64,7 @@ class Probe:
                   ("camera/ee_view/camera_info", CameraInfo, 5),
                   ("scan", LaserScan, 5), ("map", OccupancyGrid, LATCHED)]
         if TFMessage is not None:
-            topics.append(("tf", TFMessage, 50))
+            topics += [("tf", TFMessage, 50), ("tf_static", TFMessage, LATCHED)]
         if WorldState is not None:
             topics.append(("saycan/world_state", WorldState, LATCHED))
         for topic, kind, qos in topics:
@@ -194,15 +197,23 @@ def test_camera_image_and_info_arrive(sim):
     assert len(set(bytes(image.data))) > 10           # a picture, not a blank frame
     info = probe.wait_for(lambda: probe.latest.get("camera/camera_info"), 2.0, "camera_info")
     assert info.k[0] > 0 and info.header.frame_id == image.header.frame_id == "camera_optical_frame"
-    # The end-effector view: the same optical frame, the head camera's focal length x zoom,
-    # its principal point where the crop sits (the fingertips at the centre).
+    # The end-effector view (the default: the wrist camera) in its own optical frame, which
+    # tf_static hangs off the gripper where the simulator's camera sits.
     view = probe.wait_for(lambda: probe.latest.get("camera/ee_view/image_raw"), 2.0, "the ee view")
     assert (view.width, view.height, view.encoding) == (EE_VIEW_SIZE, EE_VIEW_SIZE, "rgb8")
     assert len(set(bytes(view.data))) > 10
     view_info = probe.wait_for(lambda: probe.latest.get("camera/ee_view/camera_info"), 2.0,
                                "the ee view's camera_info")
-    assert view_info.header.frame_id == "camera_optical_frame"
-    assert view_info.k[0] == pytest.approx(EE_VIEW_ZOOM * info.k[0])
+    wrist = WristCamera(KitchenWorld(load_kitchen()))
+    assert view_info.header.frame_id == view.header.frame_id == "wrist_camera_optical_frame"
+    assert view_info.k[0] == pytest.approx(wrist.f) and view_info.k[2] == pytest.approx(wrist.cx)
+    if TFMessage is not None:
+        static = probe.wait_for(lambda: probe.latest.get("tf_static"), 2.0, "tf_static")
+        mount = {t.child_frame_id: t for t in static.transforms}["wrist_camera_link"]
+        assert mount.header.frame_id == "gripper_link"
+        assert (mount.transform.translation.x, mount.transform.translation.z) == pytest.approx(
+            (-wrist.wrist.back, wrist.wrist.up))
+        assert "wrist_camera_optical_frame" in {t.child_frame_id for t in static.transforms}
     scan = probe.wait_for(lambda: probe.latest.get("scan"), 2.0, "a laser scan")
     assert len(scan.ranges) == 360 and min(scan.ranges) > 0.0
     grid = probe.wait_for(lambda: probe.latest.get("map"), 2.0, "the map (transient local)")

@@ -85,6 +85,51 @@ def test_end_effector_view_is_a_finer_crop_of_the_head_camera_at_the_fingertips(
         KitchenSkillEnv("pick", ee_view=48, ee_view_zoom=0.5)
 
 
+def _pixels_of(camera, world, name: str) -> int:
+    """How many pixels of ``camera``'s frame change when the object ``name`` is taken away."""
+    obj = world.objects[name]
+    with_it = camera.render().copy()
+    obj.x += 20.0
+    without = camera.render().copy()
+    obj.x -= 20.0
+    return int((np.abs(with_it.astype(int) - without).max(axis=2) > 0).sum())
+
+
+def test_wrist_camera_rides_on_the_gripper_and_sees_past_the_link():
+    """``ee_camera="wrist"``: the view comes from a camera fixed on the gripper (the fingertips
+    stay at one pixel wherever the arm goes), and an energy bar lying along the arm, which the
+    telescoping link hides from the head camera, fills much of it just before the grasp."""
+    import math
+
+    from saycan_ros.sim.camera import EEViewCamera, WristCamera
+    from saycan_ros.sim.expert import CLOSE
+    env = KitchenSkillEnv("pick", ee_view=48, ee_camera="wrist")
+    check_env(env, skip_render_check=True)
+    assert isinstance(env.ee_camera, WristCamera)
+    crop = EEViewCamera(env.world, 48)
+    for seed in range(200):
+        env.reset(seed=seed, options={"object": "energy bar", "location": "table"})
+        w = env.world
+        bar = w.objects["energy bar"]
+        bearing = math.atan2(bar.y - w.base.y, bar.x - w.base.x)
+        if abs(math.sin(bar.yaw - bearing)) < 0.2:           # along the arm
+            break
+    expert, tips = env.expert(), set()
+    for _ in range(60):
+        rotation, position = env.ee_camera.pose()
+        c = (np.asarray(w.ee_world()) - position) @ rotation
+        tips.add(tuple(np.round(c[:2] * env.ee_camera.f / c[2], 6)))
+        action = expert.clean_action()
+        if action[3] == CLOSE:                               # about to close on it
+            break
+        env.step(action)
+    assert len(tips) == 1                                    # rigid on the gripper
+    wrist_px, crop_px = _pixels_of(env.ee_camera, w, "energy bar"), _pixels_of(crop, w, "energy bar")
+    assert wrist_px > 0.2 * 48 * 48 and wrist_px > 5 * crop_px, (wrist_px, crop_px)
+    with pytest.raises(ValueError, match="end-effector camera"):
+        KitchenSkillEnv("pick", ee_view=48, ee_camera="elbow")
+
+
 def test_same_seed_same_episode(pick_env):
     a, _ = pick_env.reset(seed=11)
     b, _ = pick_env.reset(seed=11)

@@ -43,6 +43,8 @@ class FiLMNetConfig:
                                       # sim/camera.EEViewCamera), through its own encoder of the
                                       # same kind; its first keypoint learns the target's pixel
     ee_view_zoom: float = 2.0         # its pixels per head-camera pixel
+    ee_camera: str = "crop"           # the view's camera: "crop" of the head camera, or "wrist"
+                                      # (sim/camera.WristCamera, on the gripper; zoom unused)
     start_frame: bool = False         # the head camera's frame at the skill's start is stacked
                                       # with the current one (3 more input channels): where the
                                       # target was before the arm came over it and hid it
@@ -53,6 +55,8 @@ class FiLMNetConfig:
             raise ValueError(f"ee_view: expected 0 (off) or a side of at least 16 px, got {self.ee_view!r}")
         if not self.ee_view_zoom >= 1:
             raise ValueError(f"ee_view_zoom: expected at least 1, got {self.ee_view_zoom!r}")
+        if self.ee_camera not in ("crop", "wrist"):
+            raise ValueError(f"ee_camera: expected 'crop' or 'wrist', got {self.ee_camera!r}")
 
 
 @dataclass(frozen=True)

@@ -64,15 +64,16 @@ def pick_skill(obj: str) -> str:
 
 def make_pick_env(image_size: int = HEAD_CAMERA_SIZE,
                   distractors: tuple[int, int] = SCENE_DISTRACTORS, ee_view: int = 0,
-                  ee_view_zoom: float = EE_VIEW_ZOOM):
+                  ee_view_zoom: float = EE_VIEW_ZOOM, ee_camera: str = "crop"):
     from saycan_ros.sim.envs import KitchenSkillEnv
     return KitchenSkillEnv("pick", image_size=image_size, distractors=tuple(distractors),
-                           ee_view=ee_view, ee_view_zoom=ee_view_zoom)
+                           ee_view=ee_view, ee_view_zoom=ee_view_zoom, ee_camera=ee_camera)
 
 
-def ee_view_of(policy) -> tuple[int, float]:
-    """(side, zoom) of the end-effector view a policy takes; side 0: none."""
-    return int(getattr(policy, "ee_view", 0) or 0), float(getattr(policy, "ee_view_zoom", EE_VIEW_ZOOM))
+def ee_view_of(policy) -> tuple[int, float, str]:
+    """(side, zoom, camera) of the end-effector view a policy takes; side 0: none."""
+    return (int(getattr(policy, "ee_view", 0) or 0), float(getattr(policy, "ee_view_zoom", EE_VIEW_ZOOM)),
+            str(getattr(policy, "ee_camera", "crop")))
 
 
 def call_policy(policy: PolicyFn, obs: Sequence[dict]) -> np.ndarray:
@@ -171,7 +172,7 @@ def image_points(env, target: str) -> np.ndarray:
 def _pixels(cam, points: np.ndarray) -> np.ndarray:
     rotation, position = cam.pose()
     c = (points - position) @ rotation
-    z = np.maximum(c[:, 2:3], 0.05)
+    z = np.maximum(c[:, 2:3], cam.near)
     return c[:, :2] * (cam.f / z) + (cam.cx, cam.cy)
 
 
@@ -179,13 +180,13 @@ def _pixels(cam, points: np.ndarray) -> np.ndarray:
 def collect_demos(episodes: int, seed_base: int, noise: tuple[float, float],
                   distractors=SCENE_DISTRACTORS, image_size: int = HEAD_CAMERA_SIZE,
                   progress: bool = True, undershoot: float = 0.0, ee_view: int = 0,
-                  ee_view_zoom: float = EE_VIEW_ZOOM) -> dict:
+                  ee_view_zoom: float = EE_VIEW_ZOOM, ee_camera: str = "crop") -> dict:
     """Expert demonstrations with DART noise injection on object-balanced feasible starts
     (``ee_view`` > 0: with end-effector views of that side, ``ee_images``)."""
     from tqdm import tqdm
 
     from saycan_ros.sim.expert import PickExpert, perturb
-    env = make_pick_env(image_size, distractors, ee_view, ee_view_zoom)
+    env = make_pick_env(image_size, distractors, ee_view, ee_view_zoom, ee_camera)
     objects = pick_objects()
     rng = np.random.default_rng(seed_base)
     images, states, actions, skills, episode_ids, steps, aux, pix = [], [], [], [], [], [], [], []
@@ -282,9 +283,9 @@ def rollout(policy: PolicyFn, specs: Sequence[StartSpec], n_envs: int = 16, reco
     from saycan_ros.sim.expert import PickExpert, perturb
     specs = list(specs)
     image_size = int(image_size or getattr(policy, "image_size", HEAD_CAMERA_SIZE))
-    ee_view, ee_zoom = ee_view_of(policy)
+    ee_view, ee_zoom, ee_camera = ee_view_of(policy)
     n_envs = max(1, min(n_envs, len(specs)))
-    envs = [make_pick_env(image_size, distractors, ee_view, ee_zoom) for _ in range(n_envs)]
+    envs = [make_pick_env(image_size, distractors, ee_view, ee_zoom, ee_camera) for _ in range(n_envs)]
     success = np.zeros(len(specs), bool)
     length = np.zeros(len(specs), np.int16)
     rec: dict[str, list] = {k: [] for k in ("images", "ee_images", "states", "skills", "actions",

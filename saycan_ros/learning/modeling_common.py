@@ -353,6 +353,11 @@ class LoadedModel:
         return float(self.net.cfg.ee_view_zoom)
 
     @property
+    def ee_camera(self) -> str:
+        """The end-effector view's camera ("crop" of the head camera or "wrist")."""
+        return str(getattr(self.net.cfg, "ee_camera", "crop"))
+
+    @property
     def start_frame(self) -> bool:
         """Whether the network also takes the head camera frame from the skill's start."""
         return bool(getattr(self.net.cfg, "start_frame", False))

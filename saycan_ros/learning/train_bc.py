@@ -31,6 +31,8 @@ def _demo_spec(cfg: BCConfig) -> dict:
             "undershoot": d.undershoot}
     if m.ee_view:       # only then: the demonstrations without it keep their cache key
         spec.update(ee_view=m.ee_view, ee_view_zoom=m.ee_view_zoom)
+        if m.ee_camera != "crop":
+            spec["ee_camera"] = m.ee_camera
     return spec
 
 
@@ -60,7 +62,7 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
     d = cfg.data
     demos = D.cached("bc_demos", _demo_spec(cfg), lambda: D.collect_demos(
         d.episodes, d.seed_base, tuple(d.noise), tuple(d.distractors), cfg.model.image_size,
-        progress, d.undershoot, cfg.model.ee_view, cfg.model.ee_view_zoom),
+        progress, d.undershoot, cfg.model.ee_view, cfg.model.ee_view_zoom, cfg.model.ee_camera),
         log=log)
     t_data = time.time() - t_start
     texts = [str(t) for t in demos["skill_texts"]]

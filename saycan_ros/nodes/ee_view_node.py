@@ -1,7 +1,9 @@
-"""``ee_view``: the end-effector view for the learned pick policy, from a real head camera.
+"""``ee_view``: the end-effector view for a crop-trained pick policy, from a real head camera.
 
-The built-in ``kitchen_sim`` publishes ``camera/ee_view/image_raw`` itself. A Gazebo, Isaac Sim
-or real robot has only its head camera: this node cuts the view out of the full-resolution
+The built-in ``kitchen_sim`` publishes ``camera/ee_view/image_raw`` itself. A policy trained on
+the wrist camera (``model.ee_camera: wrist``, the shipped one) takes the robot's wrist camera,
+remapped to that topic. For a policy trained on the crop (``ee_camera: crop``) on a Gazebo,
+Isaac Sim or real robot with only a head camera, this node cuts the view out of the full-resolution
 frame (:func:`saycan_ros.ee_view.crop_ee_view`) around the point the fingertips project to, the
 end effector taken from ``joint_states`` by the arm's kinematics and put in the camera's optical
 frame by the camera mount parameters (``camera_x``, ``camera_z``, ``camera_pitch``: base frame,

@@ -4,9 +4,10 @@ A thin ROS 2 shell around :mod:`saycan_ros.sim`: it turns standard commands (``/
 MoveIt Servo twists, ros2_control gripper and arm-trajectory commands) into simulator
 commands, steps the simulator on a wall-clock timer, and publishes what a Gazebo or Isaac Sim
 robot would (odometry, tf, joint states, laser scan, camera, map, clock), plus the
-end-effector view ``camera/ee_view/image_raw`` (a zoomed crop of the head camera around the
-fingertips, with its ``camera_info``; a real robot crops its full-resolution frame at the point
-tf projects the gripper to) for the learned pick policy. Malformed commands
+end-effector view ``camera/ee_view/image_raw`` with its ``camera_info`` for the learned pick
+policy: either a zoomed crop of the head camera around the fingertips (``ee_view_camera:
+crop``; a real robot crops its full-resolution frame at the point tf projects the gripper to)
+or the gripper's wrist camera (``wrist``; a real robot remaps its wrist camera's topics). Malformed commands
 are clamped or rejected with a throttled warning; the simulator's watchdog stops the base and
 the arm when a command stream stops. Services reset the world to a task ``init`` and read the
 ground truth for evaluation.
@@ -39,7 +40,7 @@ from saycan_ros.sim import EE_VIEW_SIZE, EE_VIEW_ZOOM, HEAD_CAMERA_SIZE
 from saycan_ros.sim.arm import JOINT_NAMES
 from saycan_ros.sim.base import BaseLimits
 from saycan_ros.nodes.camera_msgs import pinhole_info, rgb_image
-from saycan_ros.sim.camera import Camera, EEViewCamera
+from saycan_ros.sim.camera import Camera, WristCamera, make_ee_camera
 from saycan_ros.sim.floorplan import FloorPlan
 from saycan_ros.sim.navigation import RESOLUTION
 from saycan_ros.sim.scan import LaserScanner
@@ -61,8 +62,9 @@ PARAMETERS = {
     "camera_width": HEAD_CAMERA_SIZE,
     "camera_height": HEAD_CAMERA_SIZE,
     "camera_rate_hz": 10.0,
-    "ee_view_size": EE_VIEW_SIZE,  # the end-effector view (camera/ee_view/*): a crop of the head
-    "ee_view_zoom": EE_VIEW_ZOOM,  # camera this many times finer around the fingertips; 0 = off
+    "ee_view_size": EE_VIEW_SIZE,  # the end-effector view (camera/ee_view/*), px square; 0 = off
+    "ee_view_camera": "wrist",     # its camera: "wrist" (on the gripper) or "crop" (of the head
+    "ee_view_zoom": EE_VIEW_ZOOM,  # camera, this many times finer around the fingertips)
     "scan_rate_hz": 10.0,
     "publish_scan": True,
     "markers_rate_hz": 2.0,
@@ -77,6 +79,8 @@ PARAMETERS = {
     "base_frame": "base_link",
     "camera_frame": "camera_link",
     "camera_optical_frame": "camera_optical_frame",
+    "wrist_camera_frame": "wrist_camera_link",
+    "wrist_camera_optical_frame": "wrist_camera_optical_frame",
     "laser_frame": "laser",
     "publish_map_to_odom": True,   # ground-truth localisation; off when a localiser provides it
 }
@@ -118,11 +122,11 @@ class KitchenSimNode(Node):
         self.ee_camera = None
         if p["ee_view_size"] and p["ee_view_size"] > 0:
             try:
-                self.ee_camera = EEViewCamera(self.world, int(p["ee_view_size"]),
-                                              float(p["ee_view_zoom"]))
+                self.ee_camera = make_ee_camera(self.world, str(p["ee_view_camera"]),
+                                                int(p["ee_view_size"]), float(p["ee_view_zoom"]))
             except (TypeError, ValueError) as error:
-                self.get_logger().error(f"parameters ee_view_size / ee_view_zoom: {error}; "
-                                        f"no end-effector view")
+                self.get_logger().error(f"parameters ee_view_size / ee_view_camera / ee_view_zoom: "
+                                        f"{error}; no end-effector view")
         self.scanner = LaserScanner(self.world.plan)
         self.elapsed = 0.0                 # simulated seconds since start; never goes back
         self.steps = 0
@@ -318,6 +322,14 @@ class KitchenSimNode(Node):
                             (self.scanner.spec.x, 0.0, 0.25)),
             self._transform(stamp, f["base_frame"], "arm_mast_link", (MAST[0], MAST[1], 0.0)),
         ]
+        if isinstance(self.ee_camera, WristCamera):
+            wrist = self.ee_camera.wrist
+            transforms += [
+                self._transform(stamp, "gripper_link", f["wrist_camera_frame"],
+                                (-wrist.back, 0.0, wrist.up), _quaternion(pitch=wrist.pitch)),
+                self._transform(stamp, f["wrist_camera_frame"], f["wrist_camera_optical_frame"],
+                                (0, 0, 0), _quaternion(yaw=-math.pi / 2, roll=-math.pi / 2)),
+            ]
         if self.p["publish_map_to_odom"]:
             transforms.insert(0, self._transform(stamp, f["map_frame"], f["odom_frame"], (0, 0, 0)))
         self.pub_tf_static.publish(TFMessage(transforms=transforms))
@@ -356,12 +368,16 @@ class KitchenSimNode(Node):
     def publish_camera(self, stamp) -> None:
         self._publish_frame(self.camera, stamp, self.pub_image, self.pub_info)
         if self.ee_camera is not None:
-            # Same optical frame, its own intrinsics: the principal point follows the crop.
-            self._publish_frame(self.ee_camera, stamp, self.pub_ee_image, self.pub_ee_info)
+            # A crop: the head camera's optical frame, its own intrinsics (the principal point
+            # follows the crop). The wrist camera: its own optical frame.
+            optical = ("wrist_camera_optical_frame" if isinstance(self.ee_camera, WristCamera)
+                       else "camera_optical_frame")
+            self._publish_frame(self.ee_camera, stamp, self.pub_ee_image, self.pub_ee_info, optical)
 
-    def _publish_frame(self, camera, stamp, pub_image, pub_info) -> None:
+    def _publish_frame(self, camera, stamp, pub_image, pub_info,
+                       optical: str = "camera_optical_frame") -> None:
         frame = camera.render()
-        img = rgb_image(frame, Header(stamp=stamp, frame_id=self.frames["camera_optical_frame"]))
+        img = rgb_image(frame, Header(stamp=stamp, frame_id=self.frames[optical]))
         pub_image.publish(img)
         pub_info.publish(pinhole_info(img.header, img.width, img.height, camera.intrinsics))
 

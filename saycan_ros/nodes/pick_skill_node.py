@@ -23,8 +23,9 @@ the gripper (fingers stopped part-way while closing). On failure, timeout or can
 held where it is (zero twist), the gripper left as it is.
 
 Robot I/O (standard topics, remap for another robot): ``camera/image_raw``,
-``camera/ee_view/image_raw`` (only for a policy with an end-effector view: the head camera
-cropped finer around the fingertips, as ``kitchen_sim`` publishes it) and ``joint_states`` in;
+``camera/ee_view/image_raw`` (only for a policy with an end-effector view: the wrist camera,
+or the head camera cropped finer around the fingertips, whichever the policy was trained on, as
+``kitchen_sim`` publishes it) and ``joint_states`` in;
 ``servo_node/delta_twist_cmds`` (TwistStamped in ``base_link``),
 ``gripper_controller/commands`` (Float64MultiArray, opening in m) and
 ``arm_controller/joint_trajectory`` out.
@@ -99,6 +100,9 @@ class PickSkillNode(SkillServerNode):
         self.streams = {"image": "camera/image_raw"}
         if getattr(self.policy, "ee_view", 0):
             self.streams["ee_image"] = "camera/ee_view/image_raw"
+            source = {"wrist": "the wrist camera"}.get(getattr(self.policy, "ee_camera", "crop"),
+                                                      "a crop of the head camera")
+            self.get_logger().info(f"end-effector view expected on camera/ee_view/image_raw: {source}")
         for key, topic in self.streams.items():
             self.create_subscription(Image, topic, lambda msg, key=key: self._on_image(msg, key),
                                      qos_profile_sensor_data, callback_group=group)

@@ -35,6 +35,9 @@ _CIRCLE = np.stack([np.cos(np.linspace(0, 2 * np.pi, RING, endpoint=False)),
                     np.sin(np.linspace(0, 2 * np.pi, RING, endpoint=False))], axis=1)
 _LEVELS = np.array([0.0, 0.35, 0.7, 1.0])   # lower body | label band | upper body | top
 _FACES = ((0, 1), (1, 2), (2, 3), (3, 0))   # box side faces by corner pair (counter-clockwise)
+# The six faces (corner cycles) of a box given as 8 corners indexed 4a + 2b + c, one bit per axis.
+_BOX_FACES = tuple(np.array(f) for f in ((0, 1, 3, 2), (4, 5, 7, 6), (0, 1, 5, 4), (2, 3, 7, 6),
+                                        (0, 2, 6, 4), (1, 3, 7, 5)))
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,8 @@ def base_from_optical(pitch: float) -> np.ndarray:
 
 
 class Camera:
+    near = NEAR                   # the near clipping plane, metres
+
     def __init__(self, world: KitchenWorld, width: int = HEAD_CAMERA_SIZE,
                  height: int = HEAD_CAMERA_SIZE, mount: CameraMount | None = None):
         if width < 8 or height < 8:
@@ -112,7 +117,7 @@ class Camera:
     def _project(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(camera-frame points, fixed-point pixel coordinates) of map-frame points."""
         cam = (points - self._position) @ self._rotation
-        z = np.maximum(cam[:, 2:3], NEAR)
+        z = np.maximum(cam[:, 2:3], self.near)
         px = np.rint((cam[:, :2] * (self.f / z) + (self.cx, self.cy)) * SCALE).astype(np.int32)
         return cam, px
 
@@ -124,10 +129,13 @@ class Camera:
 
     def _clipped(self, cam: np.ndarray, colour) -> None:
         """A polygon crossing the near plane: clip it, then fill what is in front."""
-        cam = _clip_near(cam)
+        cam = _clip_near(cam, self.near)
         if len(cam) >= 3:
-            px = np.rint((cam[:, :2] * (self.f / cam[:, 2:3]) + (self.cx, self.cy)) * SCALE)
-            self._polygon(px.astype(np.int32), colour)
+            self._polygon(self._pixels(cam), colour)
+
+    def _pixels(self, cam: np.ndarray) -> np.ndarray:
+        """Fixed-point pixel coordinates of camera-frame points on or beyond the near plane."""
+        return np.rint((cam[:, :2] * (self.f / cam[:, 2:3]) + (self.cx, self.cy)) * SCALE).astype(np.int32)
 
     # -- rendering ----------------------------------------------------------------------------------
     def render(self) -> np.ndarray:
@@ -153,7 +161,7 @@ class Camera:
         if points:
             cam, px = self._project(np.concatenate(points))
             for obj, a, b in spans:
-                if cam[a:b, 2].min() > NEAR:
+                if cam[a:b, 2].min() > self.near:
                     dist = (obj.x - eye[0]) ** 2 + (obj.y - eye[1]) ** 2
                     groups.setdefault(obj.location, []).append(
                         (-dist, obj.name, px[a:b], float(cam[a, 2])))
@@ -194,7 +202,7 @@ class Camera:
         Vectorised over all boxes: back faces, faces behind the camera and faces off the image
         are dropped before any drawing call.
         """
-        in_front = cam[:, 2] > NEAR
+        in_front = cam[:, 2] > self.near
         facing = (((eye[:2] - self._face_anchors) * self._face_normals).sum(axis=1) > 0)
         facing = facing.reshape(-1, 4)
         side_front = in_front[self._side_index]                     # (box, face, corner)
@@ -251,7 +259,7 @@ class Camera:
         if len(px) == 3:          # a sphere: its silhouette radius is f·R/z from any side
             # (centre-to-top in the image would shrink with the camera's downward pitch)
             radius = self.world.objects[name].shape.height / 2
-            r = int(round(self.f * radius / max(depth, NEAR) * SCALE))
+            r = int(round(self.f * radius / max(depth, self.near) * SCALE))
             cv2.circle(self._frame, (int(px[0][0]), int(px[0][1])), max(r, SCALE // 2), body,
                        -1, cv2.LINE_AA, SHIFT)
             cv2.line(self._frame, (int(px[1][0]), int(px[1][1])), (int(px[2][0]), int(px[2][1])),
@@ -267,7 +275,7 @@ class Camera:
         ring = np.column_stack([ee[0] + 0.035 * _CIRCLE[:, 0], ee[1] + 0.035 * _CIRCLE[:, 1],
                                 np.full(RING, height)])
         cam, px = self._project(ring)
-        if cam[:, 2].min() > NEAR:
+        if cam[:, 2].min() > self.near:
             self._hull(px, palette["shadow"])
 
     def _draw_arm(self, palette) -> None:
@@ -290,18 +298,26 @@ class Camera:
         pts += [(ex + c * a - s * w, ey + s * a + c * w, z)
                 for a in (-0.015, 0.015) for w in (-reach, reach) for z in (palm, palm + 0.025)]
         cam, px = self._project(np.array(pts))
-        if cam[:2, 2].min() > NEAR:
-            thick = max(1, int(self.f * 0.04 / cam[:2, 2].max()))
+        if cam[:2, 2].max() > self.near:
+            link = cam[:2]
+            if link[:, 2].min() <= self.near:          # a camera on the arm: the part ahead of it
+                a, b = link if link[0, 2] <= self.near else link[::-1]
+                link = np.array([a + (self.near - a[2]) / (b[2] - a[2]) * (b - a), b])
+                px[:2] = self._pixels(link)
+            thick = max(1, int(self.f * 0.04 / link[:, 2].max()))
             cv2.line(self._frame, tuple(px[0]), tuple(px[1]), palette["arm"], thick,
                      cv2.LINE_AA, SHIFT)
         if world.held is not None:
             held = world.objects[world.held]
             hcam, hpx = self._project(self._object_points(held))
-            if hcam[:, 2].min() > NEAR:
+            if hcam[:, 2].min() > self.near:
                 self._draw_object(held.name, hpx, palette, float(hcam[0, 2]))
         for a, b_ in ((2, 10), (10, 18), (18, 26)):
-            if cam[a:b_, 2].min() > NEAR:
+            if cam[a:b_, 2].min() > self.near:
                 self._hull(px[a:b_], palette["gripper"])
+            elif cam[a:b_, 2].max() > self.near:      # a camera on the gripper: what is ahead
+                for face in _BOX_FACES:
+                    self._clipped(cam[a:b_][face], palette["gripper"])
 
     def _lit_palette(self) -> dict:
         appearance = self.world.appearance
@@ -340,7 +356,7 @@ class EEViewCamera(Camera):
     def render(self) -> np.ndarray:
         rotation, position = self.pose()
         c = (np.asarray(self.world.ee_world()) - position) @ rotation
-        z = max(float(c[2]), NEAR)
+        z = max(float(c[2]), self.near)
         # Whole pixels of the fine image: the crop's grid is the fine image's grid.
         self.cx = self.width / 2 - round(float(c[0]) * self.f / z)
         self.cy = self.height / 2 - round(float(c[1]) * self.f / z)
@@ -361,6 +377,51 @@ class EEViewCamera(Camera):
         return frame
 
 
+@dataclass(frozen=True)
+class WristMount:
+    """Where the wrist camera sits on the gripper (metres, in the gripper's frame: x along
+    the arm, z up, from the fingertips) and how it looks down."""
+    back: float = 0.03            # behind the fingers along the arm, between their roots
+    up: float = 0.08              # above the fingertips, just under the palm
+    pitch: float = math.radians(69)   # the fingertips near the image centre
+    hfov: float = math.radians(80)
+
+
+class WristCamera(Camera):
+    """A camera on the gripper, behind and above the fingers, looking forward and down past
+    them (like a wrist camera on a real mobile manipulator): it sees an object between the
+    fingers that the telescoping link hides from the head camera."""
+    near = 0.01
+
+    def __init__(self, world: KitchenWorld, size: int = EE_VIEW_SIZE, mount: WristMount | None = None):
+        self.wrist = mount or WristMount()
+        super().__init__(world, size, size, CameraMount(pitch=self.wrist.pitch, hfov=self.wrist.hfov))
+
+    def pose(self) -> tuple[np.ndarray, np.ndarray]:
+        world = self.world
+        heading = world.base.yaw + world.arm.yaw
+        c, s = math.cos(heading), math.sin(heading)
+        rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+        ex, ey, ez = world.ee_world()
+        return rz @ self.base_from_optical, np.array([ex - c * self.wrist.back,
+                                                      ey - s * self.wrist.back, ez + self.wrist.up])
+
+
+#: The end-effector view's cameras: a zoomed crop of the head camera, or a wrist camera.
+EE_CAMERAS = ("crop", "wrist")
+
+
+def make_ee_camera(world: KitchenWorld, kind: str = "crop", size: int = EE_VIEW_SIZE,
+                   zoom: float = EE_VIEW_ZOOM) -> Camera:
+    """The camera of an end-effector view: ``crop`` (:class:`EEViewCamera`, at ``zoom``) or
+    ``wrist`` (:class:`WristCamera`, ``zoom`` unused)."""
+    if kind == "crop":
+        return EEViewCamera(world, size, zoom)
+    if kind == "wrist":
+        return WristCamera(world, size)
+    raise ValueError(f"end-effector camera: expected one of {EE_CAMERAS}, got {kind!r}")
+
+
 def _far_first(entry) -> tuple:
     """Painter's order of (−distance, name, pixels, depth) entries: far first, ties by name."""
     return entry[0], entry[1]
@@ -373,15 +434,15 @@ def _box_distance(box, eye) -> float:
     return dx * dx + dy * dy
 
 
-def _clip_near(cam: np.ndarray) -> np.ndarray:
-    """Sutherland-Hodgman clipping of a polygon against the plane z = NEAR."""
+def _clip_near(cam: np.ndarray, near: float = NEAR) -> np.ndarray:
+    """Sutherland-Hodgman clipping of a polygon against the plane z = ``near``."""
     out = []
     n = len(cam)
     for i in range(n):
         a, b = cam[i], cam[(i + 1) % n]
-        a_in, b_in = a[2] >= NEAR, b[2] >= NEAR
+        a_in, b_in = a[2] >= near, b[2] >= near
         if a_in:
             out.append(a)
         if a_in != b_in:
-            out.append(a + (NEAR - a[2]) / (b[2] - a[2]) * (b - a))
+            out.append(a + (near - a[2]) / (b[2] - a[2]) * (b - a))
     return np.array(out) if out else np.empty((0, 3))

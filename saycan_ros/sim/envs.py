@@ -27,7 +27,7 @@ from gymnasium import spaces
 
 from saycan_ros.kitchen import Kitchen, load_kitchen
 from saycan_ros.sim import EE_VIEW_ZOOM, HEAD_CAMERA_SIZE
-from saycan_ros.sim.camera import Camera, EEViewCamera
+from saycan_ros.sim.camera import Camera, make_ee_camera
 from saycan_ros.sim.control import ACTION_SIZE, apply_action
 from saycan_ros.sim.expert import PickExpert, PlaceExpert, free_spot, lifted
 from saycan_ros.sim.world import KitchenWorld
@@ -48,7 +48,7 @@ class KitchenSkillEnv(gym.Env):
                  max_steps: int = MAX_STEPS, infeasible_prob: float = 0.0,
                  distractors: tuple[int, int] = (1, 2), render_mode: str | None = None,
                  kitchen: Kitchen | None = None, ee_view: int = 0,
-                 ee_view_zoom: float = EE_VIEW_ZOOM):
+                 ee_view_zoom: float = EE_VIEW_ZOOM, ee_camera: str = "crop"):
         if task not in ENV_IDS:
             raise ValueError(f"task must be one of {sorted(ENV_IDS)}, got {task!r}")
         self.task = task
@@ -60,7 +60,7 @@ class KitchenSkillEnv(gym.Env):
         self.world = KitchenWorld(self.kitchen, cmd_timeout=None)
         width, height = (image_size, image_size) if isinstance(image_size, int) else image_size
         self.camera = Camera(self.world, width, height)
-        self.ee_camera = (EEViewCamera(self.world, int(ee_view), ee_view_zoom)
+        self.ee_camera = (make_ee_camera(self.world, ee_camera, int(ee_view), ee_view_zoom)
                           if ee_view else None)
         verb = "pick up the" if task == "pick" else "put down the"
         self.skills = {f"{verb} {name}": name for name in self.kitchen.objects}

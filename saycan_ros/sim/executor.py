@@ -150,11 +150,11 @@ class SimulatedKitchen:
                "state": policy_state(arm.joint_positions, self.world.held is not None,
                                      arm.limits.gripper)}
         from saycan_ros.learning.data import ee_view_of
-        size, zoom = ee_view_of(self.policy)
+        size, zoom, kind = ee_view_of(self.policy)
         if size:
             if self._ee_camera is None:
-                from saycan_ros.sim.camera import EEViewCamera
-                self._ee_camera = EEViewCamera(self.world, size, zoom)
+                from saycan_ros.sim.camera import make_ee_camera
+                self._ee_camera = make_ee_camera(self.world, kind, size, zoom)
             obs["ee_image"] = self._ee_camera.render().copy()
         return obs
 

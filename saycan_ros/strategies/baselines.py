@@ -113,8 +113,9 @@ class BCNLStrategy(Strategy):
             self.outcome = f"nothing to pick at {location or 'an unknown place'}"
             return None
         from saycan_ros.learning.data import ee_view_of
-        ee_view, ee_zoom = ee_view_of(self.policy)          # the views the policy takes
-        env = KitchenSkillEnv("pick", distractors=(0, 0), ee_view=ee_view, ee_view_zoom=ee_zoom)
+        ee_view, ee_zoom, ee_camera = ee_view_of(self.policy)   # the views the policy takes
+        env = KitchenSkillEnv("pick", distractors=(0, 0), ee_view=ee_view, ee_view_zoom=ee_zoom,
+                              ee_camera=ee_camera)
         seed = self.resources.seed + len(ctx.instruction)
         env.reset(seed=seed, options={"object": objects[0], "location": location,
                                       "infeasible": False})
