@@ -266,7 +266,7 @@ def test_train_overrides_parse_json_and_keep_plain_text():
     ("value", "train.lr=0", "lr must be > 0"),
     ("bc", "model.ee_view=8", "ee_view: expected 0 (off) or a side of at least 16 px"),
     ("bc", "model.ee_view_zoom=0.5", "ee_view_zoom: expected at least 1"),
-    ("bc", "model.ee_camera=elbow", "ee_camera: expected 'crop' or 'wrist'")])
+    ("bc", "model.ee_camera=elbow", "ee_camera: expected one of ('crop', 'wrist')")])
 def test_train_rejects_a_bad_setting_in_one_line_before_any_work(tmp_path, command, setting,
                                                                   message):
     from saycan_ros.cli import main

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from saycan_ros.learning._config_util import from_dict, load_section, to_dict
-from saycan_ros.sim import HEAD_CAMERA_SIZE
+from saycan_ros.sim import EE_CAMERAS, HEAD_CAMERA_SIZE
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,8 @@ class FiLMNetConfig:
             raise ValueError(f"ee_view: expected 0 (off) or a side of at least 16 px, got {self.ee_view!r}")
         if not self.ee_view_zoom >= 1:
             raise ValueError(f"ee_view_zoom: expected at least 1, got {self.ee_view_zoom!r}")
-        if self.ee_camera not in ("crop", "wrist"):
-            raise ValueError(f"ee_camera: expected 'crop' or 'wrist', got {self.ee_camera!r}")
+        if self.ee_camera not in EE_CAMERAS:
+            raise ValueError(f"ee_camera: expected one of {EE_CAMERAS}, got {self.ee_camera!r}")
 
 
 @dataclass(frozen=True)

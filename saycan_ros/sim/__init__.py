@@ -13,6 +13,8 @@ HEAD_CAMERA_SIZE = 96
 #: (0.6 cm across the counters: the fingers and the object between them).
 EE_VIEW_SIZE = 48
 EE_VIEW_ZOOM = 2.0
+#: The end-effector view's cameras: a zoomed crop of the head camera, or a wrist camera.
+EE_CAMERAS = ("crop", "wrist")
 
 
 def render_kitchen(path, seed: int = 0, init=None) -> str:

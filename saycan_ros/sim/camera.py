@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 
 from saycan_ros.kitchen import GRIPPER
-from saycan_ros.sim import EE_VIEW_SIZE, EE_VIEW_ZOOM, HEAD_CAMERA_SIZE
+from saycan_ros.sim import EE_CAMERAS, EE_VIEW_SIZE, EE_VIEW_ZOOM, HEAD_CAMERA_SIZE
 from saycan_ros.sim.objects import SimObject
 from saycan_ros.sim.world import FINGER, MAST, KitchenWorld
 
@@ -405,10 +405,6 @@ class WristCamera(Camera):
         ex, ey, ez = world.ee_world()
         return rz @ self.base_from_optical, np.array([ex - c * self.wrist.back,
                                                       ey - s * self.wrist.back, ez + self.wrist.up])
-
-
-#: The end-effector view's cameras: a zoomed crop of the head camera, or a wrist camera.
-EE_CAMERAS = ("crop", "wrist")
 
 
 def make_ee_camera(world: KitchenWorld, kind: str = "crop", size: int = EE_VIEW_SIZE,
