@@ -180,22 +180,62 @@ def _pixels(cam, points: np.ndarray) -> np.ndarray:
 def collect_demos(episodes: int, seed_base: int, noise: tuple[float, float],
                   distractors=SCENE_DISTRACTORS, image_size: int = HEAD_CAMERA_SIZE,
                   progress: bool = True, undershoot: float = 0.0, ee_view: int = 0,
-                  ee_view_zoom: float = EE_VIEW_ZOOM, ee_camera: str = "crop") -> dict:
+                  ee_view_zoom: float = EE_VIEW_ZOOM, ee_camera: str = "crop",
+                  workers: int = 1) -> dict:
     """Expert demonstrations with DART noise injection on object-balanced feasible starts
-    (``ee_view`` > 0: with end-effector views of that side, ``ee_images``)."""
+    (``ee_view`` > 0: with end-effector views of that side, ``ee_images``).
+
+    ``workers`` > 1 renders chunks of episodes in that many processes. Every episode depends
+    only on its seed and its noise level (drawn up front, in episode order), so the result is
+    the same array for any number of workers."""
     from tqdm import tqdm
 
+    rng = np.random.default_rng(seed_base)
+    sigmas = [float(rng.uniform(*noise)) for _ in range(episodes)]
+    scene = (image_size, tuple(distractors), ee_view, ee_view_zoom, ee_camera, undershoot)
+    chunks = [(scene, seed_base, first, sigmas[first:first + DEMO_CHUNK])
+              for first in range(0, episodes, DEMO_CHUNK)]
+    bar = tqdm(total=episodes, desc="demos", disable=not progress, unit="ep", mininterval=2)
+    parts = []
+    if workers > 1 and len(chunks) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        # fork (as torch's DataLoader workers do): the workers run no torch, and unlike spawn
+        # it does not re-run the caller's script; a worker that dies raises BrokenProcessPool
+        # here instead of hanging the pool
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        with ProcessPoolExecutor(min(workers, len(chunks)), mp_context=context) as pool:
+            for part in pool.map(_demo_chunk, chunks):
+                parts.append(part)
+                bar.update(len(part["ep_seed"]))
+    else:
+        for chunk in chunks:
+            parts.append(_demo_chunk(chunk))
+            bar.update(len(parts[-1]["ep_seed"]))
+    bar.close()
+    objects = pick_objects()
+    out = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]} if parts else {}
+    return {**out, "skill_texts": np.asarray([pick_skill(o) for o in objects])}
+
+
+#: Episodes rendered per task when demonstrations are collected in several processes.
+DEMO_CHUNK = 100
+
+
+def _demo_chunk(chunk) -> dict:
+    """Render episodes ``first, first + 1, ...`` (one per noise level in ``sigmas``)."""
     from saycan_ros.sim.expert import PickExpert, perturb
+    (image_size, distractors, ee_view, ee_view_zoom, ee_camera, undershoot), seed_base, first, \
+        sigmas = chunk
     env = make_pick_env(image_size, distractors, ee_view, ee_view_zoom, ee_camera)
     objects = pick_objects()
-    rng = np.random.default_rng(seed_base)
     images, states, actions, skills, episode_ids, steps, aux, pix = [], [], [], [], [], [], [], []
     ee_images = []
     ep_info = {"seed": [], "object": [], "noise": [], "success": [], "length": []}
-    for i in tqdm(range(episodes), desc="demos", disable=not progress, unit="ep", mininterval=2):
+    for i, sigma in enumerate(sigmas, start=first):
         spec = StartSpec(seed_base + i, objects[i % len(objects)])
         obs, info = reset_to(env, spec)
-        sigma = float(rng.uniform(*noise))
         expert = PickExpert(env.world, spec.object, undershoot=undershoot)
         noise_rng = np.random.default_rng([spec.seed, 1])
         for t in range(MAX_STEPS):
@@ -222,7 +262,6 @@ def collect_demos(episodes: int, seed_base: int, noise: tuple[float, float],
             "pix": np.stack(pix).astype(np.float32),
             "skill_index": np.asarray(skills, np.int16), "episode": np.asarray(episode_ids, np.int32),
             "step": np.asarray(steps, np.int16),
-            "skill_texts": np.asarray([pick_skill(o) for o in objects]),
             "ep_seed": np.asarray(ep_info["seed"], np.int64),
             "ep_object": np.asarray(ep_info["object"]),
             "ep_noise": np.asarray(ep_info["noise"], np.float32),

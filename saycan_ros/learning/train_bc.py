@@ -62,7 +62,8 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
     d = cfg.data
     demos = D.cached("bc_demos", _demo_spec(cfg), lambda: D.collect_demos(
         d.episodes, d.seed_base, tuple(d.noise), tuple(d.distractors), cfg.model.image_size,
-        progress, d.undershoot, cfg.model.ee_view, cfg.model.ee_view_zoom, cfg.model.ee_camera),
+        progress, d.undershoot, cfg.model.ee_view, cfg.model.ee_view_zoom, cfg.model.ee_camera,
+        workers=cfg.train.threads),
         log=log)
     t_data = time.time() - t_start
     texts = [str(t) for t in demos["skill_texts"]]
