@@ -276,6 +276,24 @@ def test_train_rejects_a_bad_setting_in_one_line_before_any_work(tmp_path, comma
     assert not list(tmp_path.iterdir())
 
 
+def test_train_bc_reproduces_its_weights_from_a_seed(tmp_path, monkeypatch):
+    """The same seed gives the same weights (the second run reads the demonstrations back from
+    the cache); another seed gives other weights."""
+    from saycan_ros.learning.modeling_bc import PickPolicy
+    from saycan_ros.learning.train_bc import train_bc
+    monkeypatch.setenv("SAYCAN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: None)   # keep the session's threads
+    small = {"data.episodes": 3, "train.steps": 3, "train.warmup": 1, "train.batch_size": 8}
+    nets = []
+    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
+        train_bc(seed=seed, out=tmp_path / f"{name}.pt", overrides=small, progress=False,
+                 log=lambda line: None)
+        nets.append(PickPolicy.load(tmp_path / f"{name}.pt").net.state_dict())
+    assert nets[0].keys() == nets[1].keys() == nets[2].keys()
+    assert all(torch.equal(nets[0][k], nets[1][k]) for k in nets[0])
+    assert not all(torch.equal(nets[0][k], nets[2][k]) for k in nets[0])
+
+
 def test_saycan_cli_has_the_learning_commands():
     from saycan_ros.cli import build_parser
     parser = build_parser()
