@@ -177,6 +177,10 @@ def _pixels(cam, points: np.ndarray) -> np.ndarray:
 
 
 # -- demonstrations ------------------------------------------------------------------------------
+#: Episodes rendered per task when demonstrations are collected in several processes.
+DEMO_CHUNK = 100
+
+
 def collect_demos(episodes: int, seed_base: int, noise: tuple[float, float],
                   distractors=SCENE_DISTRACTORS, image_size: int = HEAD_CAMERA_SIZE,
                   progress: bool = True, undershoot: float = 0.0, ee_view: int = 0,
@@ -217,10 +221,6 @@ def collect_demos(episodes: int, seed_base: int, noise: tuple[float, float],
     objects = pick_objects()
     out = {key: np.concatenate([part[key] for part in parts]) for key in parts[0]} if parts else {}
     return {**out, "skill_texts": np.asarray([pick_skill(o) for o in objects])}
-
-
-#: Episodes rendered per task when demonstrations are collected in several processes.
-DEMO_CHUNK = 100
 
 
 def _demo_chunk(chunk) -> dict:

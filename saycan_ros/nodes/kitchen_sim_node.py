@@ -7,9 +7,9 @@ robot would (odometry, tf, joint states, laser scan, camera, map, clock), plus t
 end-effector view ``camera/ee_view/image_raw`` with its ``camera_info`` for the learned pick
 policy: either a zoomed crop of the head camera around the fingertips (``ee_view_camera:
 crop``; a real robot crops its full-resolution frame at the point tf projects the gripper to)
-or the gripper's wrist camera (``wrist``; a real robot remaps its wrist camera's topics). Malformed commands
-are clamped or rejected with a throttled warning; the simulator's watchdog stops the base and
-the arm when a command stream stops. Services reset the world to a task ``init`` and read the
+or the gripper's wrist camera (``wrist``; a real robot remaps its wrist camera's topics).
+Malformed commands are clamped or rejected with a throttled warning; the simulator's watchdog
+stops the base and the arm when a command stream stops. Services reset the world to a task ``init`` and read the
 ground truth for evaluation.
 
 Run: ``python -m saycan_ros.nodes.kitchen_sim_node --ros-args --params-file config/kitchen_sim.yaml``
