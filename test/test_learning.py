@@ -278,8 +278,10 @@ def test_train_rejects_a_bad_setting_in_one_line_before_any_work(tmp_path, comma
 
 def test_train_bc_reproduces_its_weights_from_a_seed(tmp_path, monkeypatch):
     """The same seed gives the same weights (the second run reads the demonstrations back from
-    the cache); another seed gives other weights."""
+    the cache); another seed gives other weights. The record names the CPU and precision that a
+    bit-equal reproduction needs (float results differ between CPU kinds)."""
     from saycan_ros.learning.modeling_bc import PickPolicy
+    from saycan_ros.learning.modeling_common import cpu_model
     from saycan_ros.learning.train_bc import train_bc
     monkeypatch.setenv("SAYCAN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(torch, "set_num_threads", lambda n: None)   # keep the session's threads
@@ -289,6 +291,10 @@ def test_train_bc_reproduces_its_weights_from_a_seed(tmp_path, monkeypatch):
         train_bc(seed=seed, out=tmp_path / f"{name}.pt", overrides=small, progress=False,
                  log=lambda line: None)
         nets.append(PickPolicy.load(tmp_path / f"{name}.pt").net.state_dict())
+    training = json.loads((tmp_path / "a.json").read_text())["training"]
+    assert training["cpu"] == cpu_model() != ""
+    assert training["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert training["precision"] in ("fp32", "bf16") and isinstance(training["native_bf16"], bool)
     assert nets[0].keys() == nets[1].keys() == nets[2].keys()
     assert all(torch.equal(nets[0][k], nets[1][k]) for k in nets[0])
     assert not all(torch.equal(nets[0][k], nets[2][k]) for k in nets[0])

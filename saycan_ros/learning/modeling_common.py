@@ -432,6 +432,28 @@ def native_bf16() -> bool:
         return False
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what :mod:`platform` knows: part of a
+    training record, because float results (and so the weights) differ between CPU kinds."""
+    import platform
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def training_host(threads: int) -> dict:
+    """Where a model was trained, for its record: what a bit-equal reproduction must match
+    (``cpu_capability``: the instruction set torch's kernels were picked for, e.g. AVX2)."""
+    import platform
+    return {"threads": threads, "native_bf16": native_bf16(), "torch": torch.__version__,
+            "machine": platform.machine(), "cpu": cpu_model(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability()}
+
+
 def resolve_precision(precision: str) -> str:
     """``fp32`` or ``bf16``: ``auto`` is bf16 where the CPU has it natively, else fp32."""
     if precision not in PRECISIONS:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import platform
 import time
 from pathlib import Path
 from typing import Callable
@@ -45,8 +44,8 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
     from saycan_ros.learning import data as D
     from saycan_ros.learning.modeling_bc import (BCPolicyNet, PickPolicy, augment, autocast,
                                                  bc_loss, count_parameters, cosine_lr)
-    from saycan_ros.learning.modeling_common import (native_bf16, preprocess_images,
-                                                     resolve_precision, start_rows,
+    from saycan_ros.learning.modeling_common import (preprocess_images, resolve_precision,
+                                                     start_rows, training_host,
                                                      with_start_frames)
     from saycan_ros.learning.text_encoder import ENCODER_NAME, EmbeddingTable
 
@@ -190,9 +189,7 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
         "training": {"steps": tc.steps, "samples": tc.steps * tc.batch_size,
                      "data_seconds": round(t_data, 1), "train_seconds": round(t_train, 1),
                      "total_seconds": round(time.time() - t_start, 1),
-                     "threads": tc.threads, "precision": precision,
-                     "native_bf16": native_bf16(), "torch": torch.__version__,
-                     "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+                     "precision": precision, **training_host(tc.threads),
                      "final_losses": history[-1] if history else None, "loss_curve": history[::5]},
         "metrics": {"quick_check": quick},
     }

@@ -103,7 +103,7 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
     from tqdm import tqdm
 
     from saycan_ros.learning.modeling_bc import PickPolicy, augment, count_parameters, cosine_lr
-    from saycan_ros.learning.modeling_common import start_rows, with_start_frames
+    from saycan_ros.learning.modeling_common import start_rows, training_host, with_start_frames
     from saycan_ros.learning.modeling_value import PickValue, ValueNet, fit_calibration
     from saycan_ros.learning.text_encoder import ENCODER_NAME, EmbeddingTable
     from saycan_ros.learning.train_bc import write_record
@@ -257,8 +257,8 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
         "model": {"parameters": count_parameters(net)},
         "training": {"steps": tc.steps, "samples": tc.steps * tc.batch_size,
                      "data_seconds": round(t_data, 1), "train_seconds": round(t_train, 1),
-                     "total_seconds": round(time.time() - t_start, 1), "threads": tc.threads,
-                     "torch": torch.__version__, "final_loss": history[-1] if history else None,
+                     "total_seconds": round(time.time() - t_start, 1), **training_host(tc.threads),
+                     "final_loss": history[-1] if history else None,
                      "loss_curve": history[::5]},
         "metrics": {"calibration_fit": fit},
     }
