@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import platform
 from pathlib import Path
 from typing import Sequence
 
@@ -435,7 +436,6 @@ def native_bf16() -> bool:
 def cpu_model() -> str:
     """The CPU's model name (``/proc/cpuinfo``), else what :mod:`platform` knows: part of a
     training record, because float results (and so the weights) differ between CPU kinds."""
-    import platform
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -448,7 +448,6 @@ def cpu_model() -> str:
 def training_host(threads: int) -> dict:
     """Where a model was trained, for its record: what a bit-equal reproduction must match
     (``cpu_capability``: the instruction set torch's kernels were picked for, e.g. AVX2)."""
-    import platform
     return {"threads": threads, "native_bf16": native_bf16(), "torch": torch.__version__,
             "machine": platform.machine(), "cpu": cpu_model(),
             "cpu_capability": torch.backends.cpu.get_cpu_capability()}
