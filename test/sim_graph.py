@@ -17,6 +17,15 @@ from saycan_ros.graph import stop_processes
 from saycan_ros.nodes.common import call_service
 from saycan_ros.srv import GetWorldState, ResetWorld
 
+#: How long a test's router waits for an executor's answer on top of the skill's timeout: the
+#: executor's stop_grace_s (2 s) and settle_s, plus DDS delivery in a one-process graph on a
+#: loaded 2-core machine (a clean-clone CI run once had no answer 3 s after a 1.5 s timeout,
+#: although the executor had logged the timeout).
+ROUTER_MARGIN_S = 8.0
+#: The most an executor itself may run past a skill's timeout before it answers (its own
+#: ``duration_s``): stop_grace_s 2 s + settle_s 0.3 s at most, and 1 s of scheduling slack.
+WIND_DOWN_S = 3.3
+
 
 class SimGraph:
     def __init__(self, tmp: Path, domain_id: int, client_name: str, sim_args: tuple = ()):

@@ -21,7 +21,7 @@ import pytest  # noqa: E402
 
 rclpy = pytest.importorskip("rclpy", reason="rclpy (ros-kilted-rclpy) is not installed")
 
-from sim_graph import SimGraph, running  # noqa: E402
+from sim_graph import ROUTER_MARGIN_S, WIND_DOWN_S, SimGraph, running  # noqa: E402
 
 from saycan_ros.pick_policy import learned_pick_available, learned_value_available  # noqa: E402
 from saycan_ros.sim import HEAD_CAMERA_SIZE  # noqa: E402
@@ -59,8 +59,8 @@ class Graph(SimGraph):
             Parameter("affordance_file", value="affordance_sim.yaml")])
         self.spin(self.pick, self.affordance)
         self.skills = load_skills(load_kitchen())
-        # More than the executor's stop_grace_s (2 s) + settle_s on top of a skill's timeout.
-        self.router = RoutingExecutor(self.client, load_registry(None, self.skills), timeout_s=3.0)
+        self.router = RoutingExecutor(self.client, load_registry(None, self.skills),
+                                        timeout_s=ROUTER_MARGIN_S)
         self.pick_client = self.client.create_client(ExecuteSkill, "/pick_skill")
         self.cancel_client = self.client.create_client(Trigger, "/pick_skill/cancel")
         self.score_client = self.client.create_client(SkillScore, AFFORDANCE_SERVICE)
@@ -137,11 +137,9 @@ def test_cancel_leaves_the_arm_stopped(graph):
 
 def test_timeout_leaves_the_arm_stopped(graph):
     graph.reset(EASY, seed=4)
-    started = time.monotonic()
     result = graph.router.execute("pick up the coke can", 1.0)
-    took = time.monotonic() - started
     assert not result.success and "timed out after 1 s" in result.message, result.message
-    assert took < 1.0 + 3.0
+    assert result.duration_s < 1.0 + WIND_DOWN_S             # the executor's own time
     assert graph.arm_still()
     assert graph.state()["holding"] == ""
 
