@@ -39,7 +39,8 @@ def _print_status(msg) -> None:
 
 
 def node_params(args) -> dict:
-    llm = {"backend": args.backend, "model": args.model, "threads": args.threads}
+    llm = {"backend": args.backend, "model": args.model, "threads": args.threads,
+           "adapter": args.adapter, "prior_weight": args.prior_weight}
     if args.base_url:
         llm["base_url"] = args.base_url
     return {"llm_scorer": llm,
@@ -174,7 +175,8 @@ def cmd_eval(args) -> int:
               f"{world_options['graph'].domain_id}, logs {world_options['graph'].log_dir}); "
               f"affordances {affordance_file or 'affordance.yaml'}", file=sys.stderr)
     from saycan_ros.eval_runner import EvalJob, run_jobs
-    llm = {"backend": args.backend, "base_url": args.base_url, "threads": args.threads}
+    llm = {"backend": args.backend, "base_url": args.base_url, "threads": args.threads,
+           "adapter": args.adapter, "prior_weight": args.prior_weight}
     if max_failures is None:      # the symbolic world is deterministic: a retry changes nothing
         max_failures = 0 if args.executor == "oracle" else 2
     jobs = [EvalJob(model, strategy, llm, affordance_file or "", args.max_steps, args.executor,
@@ -218,15 +220,23 @@ def cmd_eval(args) -> int:
 def cmd_bench(args) -> int:
     if args.what == "scoring":
         from saycan_ros.bench_scoring import format_scoring_result, run_scoring_bench
-        from saycan_ros.stack import load_vocabulary
+        from saycan_ros.planning.scene import scene_of
+        from saycan_ros.stack import adapter_prompt, load_vocabulary, resolve_adapter
+        from saycan_ros.world import SymbolicWorld
         vocabulary = load_vocabulary()
-        prompt = vocabulary.prompt
+        prompt, backend = vocabulary.prompt, None
+        adapter = resolve_adapter(args.model, args.adapter)
+        if adapter is not None:      # the planner's real step: the adapter's prompt and scene
+            from saycan_ros.llm.transformers_backend import TransformersBackend
+            prompt = adapter_prompt(adapter)
+            backend = TransformersBackend(args.model, adapter=str(adapter))
+        scene = scene_of(vocabulary.kitchen, SymbolicWorld(vocabulary.kitchen).snapshot())
         result = run_scoring_bench(
             args.model, prompt.prefix(),
             prompt.query("I spilled my coke, can you bring me something to clean it up?",
-                         ["find a sponge"]),
+                         ["find a sponge"], scene if prompt.scene else ""),
             [prompt.option(s) for s in vocabulary.skills.texts],
-            repeats=args.repeats)
+            repeats=args.repeats, backend=backend)
         if args.json:
             with open(args.json, "w", encoding="utf-8") as handle:
                 json.dump(result, handle, indent=1)
@@ -261,6 +271,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--model", default=DEFAULT_MODEL,
                        help="gemma3-270m | smollm2-135m | HF folder | .gguf file | server model")
         p.add_argument("--backend", default="transformers", choices=["transformers", "openai"])
+        p.add_argument("--adapter", default="none",
+                       help="planner adapter: none (the frozen model), auto (the shipped one "
+                            "for the model, e.g. models/planner_smollm2), or a folder")
+        p.add_argument("--prior-weight", type=float, default=0.0,
+                       help="divide out this much of each skill's probability under a "
+                            "content-free instruction (0 = plain SayCan scoring, 1 = PMI)")
         p.add_argument("--base-url", default="", help="openai back end: server URL")
         p.add_argument("--strategy", default="saycan", help="saycan | no_vf (comma list in eval)")
         p.add_argument("--max-steps", type=int, default=20)
@@ -318,6 +334,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="benchmarks (ratios measured side by side)")
     bench.add_argument("what", choices=["scoring", "sim"])
     bench.add_argument("--model", default=DEFAULT_MODEL)
+    bench.add_argument("--adapter", default="none",
+                       help="scoring: the planner adapter's prompt and weights (auto), or none")
     bench.add_argument("--repeats", type=int, default=3)
     bench.add_argument("--steps", type=int, default=5000)
     bench.add_argument("--no-camera", action="store_true")

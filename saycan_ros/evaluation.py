@@ -20,6 +20,7 @@ from saycan_ros.affordance import AffordanceScorer
 from saycan_ros.kitchen import Kitchen
 from saycan_ros.local import LocalAffordance, LocalLanguage, WorldExecutor
 from saycan_ros.planner import Planner, PlanResult, make_strategy
+from saycan_ros.planning.scene import scene_of
 from saycan_ros.skills import SkillSet
 from saycan_ros.tasks import Task
 from saycan_ros.world import SymbolicWorld
@@ -150,7 +151,8 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
         affordance.world = world
         planner = Planner(skills, plan_strategy, WorldExecutor(world, skills),
                           max_steps=max_steps, observe=lambda: observation_of(world),
-                          max_failures=max_failures)
+                          max_failures=max_failures,
+                          describe=lambda: scene_of(kitchen, world.snapshot()))
         before = backend.stats.snapshot() if backend is not None else None
         started = time.perf_counter()
         result = planner.run(task.text)

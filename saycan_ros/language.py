@@ -10,6 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
+from saycan_ros.planning.calibration import CONTENT_FREE, prior_corrected
 from saycan_ros.prompt import DialoguePrompt
 
 
@@ -33,20 +34,36 @@ def normalise_logprobs(raw: np.ndarray) -> np.ndarray:
 class LanguageScorer:
     """Scores candidate skills with a :class:`~saycan_ros.llm.backend.LanguageBackend`."""
 
-    def __init__(self, backend, prompt: DialoguePrompt):
+    def __init__(self, backend, prompt: DialoguePrompt, prior_weight: float = 0.0):
+        """``prior_weight``: how much of each skill's probability under a content-free
+        instruction is divided out (:mod:`saycan_ros.planning.calibration`; 0 = none, and
+        one scoring pass a step instead of two)."""
+        prior_corrected(np.zeros(1), np.zeros(1), prior_weight)      # checks the weight
         self.backend = backend
         self.prompt = prompt
+        self.prior_weight = float(prior_weight)
         self._prefix = prompt.prefix()
 
-    def score(self, instruction: str, history: Sequence[str], skills: Sequence[str]
-              ) -> tuple[np.ndarray, np.ndarray]:
-        """Returns (probabilities summing to 1, summed log-probs), one per skill."""
+    @property
+    def uses_scene(self) -> bool:
+        """Whether the prompt shows the scene line (``scene: true`` in its YAML)."""
+        return self.prompt.scene
+
+    def score(self, instruction: str, history: Sequence[str], skills: Sequence[str],
+              scene: str = "") -> tuple[np.ndarray, np.ndarray]:
+        """Returns (probabilities summing to 1, summed log-probs), one per skill. ``scene`` is
+        shown only when the prompt asks for it."""
         if not skills:
             raise ValueError("no candidate skills to score")
         options = [self.prompt.option(s) for s in skills]
+        scene = scene if self.prompt.scene else ""
         try:
-            raw = self.backend.option_logprobs(self._prefix,
-                                               self.prompt.query(instruction, history), options)
+            raw = self.backend.option_logprobs(
+                self._prefix, self.prompt.query(instruction, history, scene), options)
+            if self.prior_weight > 0:
+                prior = self.backend.option_logprobs(
+                    self._prefix, self.prompt.query(CONTENT_FREE, history, scene), options)
+                raw = prior_corrected(raw, prior, self.prior_weight)
         except ScoringError:
             raise
         except (RuntimeError, OSError, ValueError) as exc:
@@ -54,4 +71,4 @@ class LanguageScorer:
         raw = np.asarray(raw, dtype=np.float64)
         if raw.shape != (len(skills),):
             raise ScoringError(f"back end returned {raw.shape} scores for {len(skills)} skills")
-        return normalise_logprobs(raw), raw
+        return normalise_logprobs(raw / self.prompt.temperature), raw

@@ -21,8 +21,8 @@ class LocalLanguage:
         self.scorer = scorer
 
     def score(self, instruction: str, history: Sequence[str], skills: Sequence[str],
-              min_state_revision: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        return self.scorer.score(instruction, history, skills)
+              min_state_revision: int = 0, scene: str = "") -> tuple[np.ndarray, np.ndarray]:
+        return self.scorer.score(instruction, history, skills, scene=scene)
 
 
 #: Affordance model types that score from AffordanceContext.observation (the robot's sensors).
@@ -46,7 +46,7 @@ class LocalAffordance:
         self.skills = skills
 
     def score(self, instruction: str, history: Sequence[str], skills: Sequence[str],
-              min_state_revision: int = 0) -> tuple[np.ndarray, np.ndarray]:
+              min_state_revision: int = 0, scene: str = "") -> tuple[np.ndarray, np.ndarray]:
         observe = getattr(self.world, "observation", None)
         sense = callable(observe) and needs_observation(self.scorer)
         context = AffordanceContext(self.world.kitchen, self.world.snapshot(),

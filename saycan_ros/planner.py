@@ -33,8 +33,10 @@ class ExecutionResult:
 
 
 class ScoreSource(Protocol):
+    """``scene``: the scene line at the plan's start (:mod:`saycan_ros.planning.scene`), for
+    language scorers whose prompt shows it; others ignore it."""
     def score(self, instruction: str, history: Sequence[str], skills: Sequence[str],
-              min_state_revision: int = 0) -> tuple[np.ndarray, np.ndarray]: ...
+              min_state_revision: int = 0, scene: str = "") -> tuple[np.ndarray, np.ndarray]: ...
 
 
 class SkillExecutor(Protocol):
@@ -112,6 +114,8 @@ class StepContext:
     #: What the robot perceives now (``Planner(observe=...)``), e.g. ``{"location": "table",
     #: "objects": ["apple", ...]}``; ``None`` when the planner has no observer.
     observation: Mapping[str, Any] | None = None
+    #: The world when the instruction was given, as one line (``Planner(describe=...)``).
+    scene: str = ""
 
 
 class Strategy(abc.ABC):
@@ -155,7 +159,8 @@ class SayCanStrategy(Strategy):
 
     def decide(self, ctx: StepContext) -> Decision:
         llm, _ = _checked("language scorer",
-                          *self.language.score(ctx.instruction, ctx.history, ctx.skills),
+                          *self.language.score(ctx.instruction, ctx.history, ctx.skills,
+                                               scene=ctx.scene),
                           n=len(ctx.skills))
         aff, _ = _checked("affordance scorer",
                           *self.affordance.score(ctx.instruction, ctx.history, ctx.skills,
@@ -171,7 +176,8 @@ class NoVFStrategy(Strategy):
 
     def decide(self, ctx: StepContext) -> Decision:
         llm, _ = _checked("language scorer",
-                          *self.language.score(ctx.instruction, ctx.history, ctx.skills),
+                          *self.language.score(ctx.instruction, ctx.history, ctx.skills,
+                                               scene=ctx.scene),
                           n=len(ctx.skills))
         aff = np.full(len(ctx.skills), np.nan)
         if self.affordance is not None:
@@ -232,7 +238,7 @@ class Planner:
                  on_decision: Callable[[StepRecord], None] | None = None,
                  on_step: Callable[[StepRecord], None] | None = None,
                  observe: Callable[[], Mapping[str, Any]] | None = None,
-                 max_failures: int = 0):
+                 max_failures: int = 0, describe: Callable[[], str] | None = None):
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         if max_failures < 0:
@@ -245,6 +251,7 @@ class Planner:
         self.on_decision = on_decision  # chosen, not yet executed
         self.on_step = on_step          # executed (record.success set)
         self.observe = observe          # what the robot perceives, for strategies that use it
+        self.describe = describe        # the scene line, read once when a plan starts
         # Failed skills tolerated per instruction: the loop re-scores from the new state (a
         # missed grasp is usually tried again); 0: the first failure ends the plan.
         self.max_failures = max_failures
@@ -263,6 +270,11 @@ class Planner:
         revision = start_revision
         failures = 0
         self.strategy.reset(instruction)
+        try:
+            scene = self.describe() if self.describe is not None else ""
+        except Exception as exc:  # noqa: BLE001 - no scene is better than no plan
+            scene = ""
+            result.message = f"no scene line: {exc}"
         for step in range(1, self.max_steps + 1):
             if self.cancel_event.is_set():
                 return self._end(result, "cancelled", "cancelled before step %d" % step)
@@ -270,7 +282,8 @@ class Planner:
             try:
                 observation = self.observe() if self.observe is not None else None
                 decision = self.strategy.decide(
-                    StepContext(instruction, result.plan, candidates, revision, observation))
+                    StepContext(instruction, result.plan, candidates, revision, observation,
+                                scene))
             except Exception as exc:  # noqa: BLE001 - any source failure ends the plan cleanly
                 return self._end(result, "failed", f"step {step}: scoring failed: {exc}")
             if decision.selected not in self.skills:  # never run what is not in the registry

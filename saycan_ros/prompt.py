@@ -19,25 +19,40 @@ from saycan_ros.skills import SkillSet
 class Example:
     instruction: str
     steps: tuple[str, ...]
+    scene: str = ""          # the scene line shown with it (empty: none)
 
 
 @dataclass(frozen=True)
 class DialoguePrompt:
     preamble: str
     examples: tuple[Example, ...]
+    scene: bool = False       # the scene line follows each instruction (``scene: true``)
+    temperature: float = 1.0  # the candidates' softmax is taken over summed log-probs / this
 
     def prefix(self) -> str:
         parts = [self.preamble.strip() + "\n"] if self.preamble.strip() else []
         for example in self.examples:
-            parts.append(self.query(example.instruction, example.steps[:-1])
+            parts.append(self.query(example.instruction, example.steps[:-1], example.scene)
                          + self.option(example.steps[-1]))
         return "".join(parts)
 
     @staticmethod
-    def query(instruction: str, history: Sequence[str]) -> str:
-        lines = [f"Human: {instruction}", "Robot: I would:"]
+    def query(instruction: str, history: Sequence[str], scene: str = "") -> str:
+        """The dialogue after the prefix, ending right before the next step's option text;
+        ``scene`` (a :mod:`~saycan_ros.planning.scene` line) follows the instruction."""
+        lines = [f"Human: {instruction}"]
+        if scene:
+            lines.append(" ".join(scene.split()))   # one line, whatever the caller sent
+        lines.append("Robot: I would:")
         lines += [f"{i}. {step}" for i, step in enumerate(history, start=1)]
         return "\n".join(lines) + f"\n{len(history) + 1}."
+
+    def dialogue(self, instruction: str, steps: Sequence[str], scene: str = ""
+                 ) -> list[tuple[str, str]]:
+        """A whole plan as (query, option) pairs, one per step: what the scorer sees at each
+        step and the option it should rank first (the planner adapter's training targets)."""
+        return [(self.query(instruction, steps[:k], scene), self.option(step))
+                for k, step in enumerate(steps)]
 
     @staticmethod
     def option(skill_text: str) -> str:
@@ -58,15 +73,29 @@ class DialoguePrompt:
 
 def prompt_from_dict(data: Mapping) -> DialoguePrompt:
     examples = data.get("examples")
-    if not isinstance(examples, list) or not examples:
-        raise ConfigError("prompt config: expected a non-empty 'examples' list")
+    # No examples is allowed for a model fine-tuned on the dialogue (the planner adapter).
+    if not isinstance(examples, list) or not (examples or str(data.get("preamble", "")).strip()):
+        raise ConfigError("prompt config: expected an 'examples' list (it may be empty only "
+                          "with a preamble)")
     parsed = []
     for i, item in enumerate(examples):
         if (not isinstance(item, Mapping) or not isinstance(item.get("instruction"), str)
                 or not isinstance(item.get("steps"), list) or not item["steps"]):
             raise ConfigError(f"prompt example {i}: needs 'instruction' text and a 'steps' list")
-        parsed.append(Example(item["instruction"].strip(), tuple(str(s) for s in item["steps"])))
-    return DialoguePrompt(str(data.get("preamble", "")), tuple(parsed))
+        scene = item.get("scene", "")
+        if not isinstance(scene, str):
+            raise ConfigError(f"prompt example {i}: 'scene' must be text")
+        parsed.append(Example(item["instruction"].strip(), tuple(str(s) for s in item["steps"]),
+                              " ".join(scene.split())))
+    scene = data.get("scene", False)
+    if not isinstance(scene, bool):
+        raise ConfigError("prompt config: 'scene' must be true or false")
+    temperature = data.get("temperature", 1.0)
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
+            or not 0.05 <= temperature <= 20:
+        raise ConfigError(f"prompt config: 'temperature' must be a number in [0.05, 20], "
+                          f"got {temperature!r}")
+    return DialoguePrompt(str(data.get("preamble", "")), tuple(parsed), scene, float(temperature))
 
 
 def load_prompt(path: str | Path | None = None) -> DialoguePrompt:

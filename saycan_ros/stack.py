@@ -16,7 +16,8 @@ TEST_MODEL = "smollm2-135m"
 
 #: Node parameters of the language scorer and which back-end option each one feeds.
 BACKEND_PARAMETERS = {
-    "transformers": {"model": "model", "dtype": "dtype", "threads": "threads"},
+    "transformers": {"model": "model", "dtype": "dtype", "threads": "threads",
+                     "adapter": "adapter"},
     "openai": {"model": "model", "base_url": "base_url", "api_key_env": "api_key_env",
                "request_timeout_s": "timeout_s"},
 }
@@ -32,7 +33,40 @@ def backend_config(params: Mapping[str, Any]) -> dict[str, Any]:
         value = params.get(param)
         if value not in (None, "", 0):
             config[option] = value
+    if kind == "transformers":
+        adapter = resolve_adapter(config.get("model", DEFAULT_MODEL), config.pop("adapter", "none"))
+        if adapter is not None:
+            config["adapter"] = str(adapter)
     return config
+
+
+def resolve_adapter(model: str, adapter: str = "none"):
+    """The planner adapter folder for ``model``: ``auto`` = the shipped one
+    (models/planner_smollm2 for smollm2-135m) when it is there, ``none`` = no adapter (the
+    frozen model), else ``adapter`` itself, which must be an adapter folder."""
+    from pathlib import Path
+
+    from saycan_ros.learning import models_dir
+    from saycan_ros.learning.train_planner import ADAPTER_DIRS
+    if adapter in ("none", ""):
+        return None
+    if adapter == "auto":
+        name = ADAPTER_DIRS.get(model)
+        path = models_dir() / name if name else None
+        return path if path is not None and (path / "adapter_config.json").is_file() else None
+    path = Path(adapter).expanduser()
+    if not (path / "adapter_config.json").is_file():
+        raise ValueError(f"adapter {adapter!r}: not a LoRA adapter folder (no adapter_config.json)")
+    return path
+
+
+def adapter_prompt(adapter) -> DialoguePrompt:
+    """The dialogue format an adapter was trained on (its record's ``prompt``)."""
+    import json
+    from pathlib import Path
+    record = Path(adapter) / "planner.json"
+    name = json.loads(record.read_text(encoding="utf-8")).get("prompt") if record.is_file() else None
+    return load_prompt(name or "prompt_adapter.yaml")
 
 
 @dataclass(frozen=True)
@@ -52,8 +86,14 @@ def load_vocabulary(kitchen_file=None, skills_file=None, prompt_file=None) -> Vo
 
 
 def make_language_scorer(params: Mapping[str, Any], prompt: DialoguePrompt) -> LanguageScorer:
+    """A scorer for ``params``; with a planner adapter (and no explicit ``prompt_file``) it
+    scores in the adapter's own dialogue format, not ``prompt``'s."""
     from saycan_ros.llm import make_backend  # imports torch: only when a scorer is wanted
-    return LanguageScorer(make_backend(backend_config(params)), prompt)
+    config = backend_config(params)
+    if config.get("adapter") and not params.get("prompt_file"):
+        prompt = adapter_prompt(config["adapter"])
+    return LanguageScorer(make_backend(config), prompt,
+                          prior_weight=float(params.get("prior_weight") or 0.0))
 
 
 def make_world(kind: str, kitchen: Kitchen, init=None, seed: int = 0, **options):

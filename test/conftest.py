@@ -14,6 +14,18 @@ import pytest  # noqa: E402
 
 
 @pytest.fixture(scope="session")
+def kitchen():
+    from saycan_ros.kitchen import load_kitchen
+    return load_kitchen()
+
+
+@pytest.fixture(scope="session")
+def skills(kitchen):
+    from saycan_ros.skills import load_skills
+    return load_skills(kitchen)
+
+
+@pytest.fixture(scope="session")
 def vocabulary():
     from saycan_ros.stack import load_vocabulary
     return load_vocabulary()

@@ -20,7 +20,7 @@ class ScriptedLanguage:
     def __init__(self, script, values=None):
         self.script, self.values, self.calls = list(script), values, 0
 
-    def score(self, instruction, history, skills, min_state_revision=0):
+    def score(self, instruction, history, skills, min_state_revision=0, scene=""):
         self.calls += 1
         if self.values is not None:
             return np.asarray(self.values(skills), dtype=float), np.zeros(len(skills))

@@ -34,7 +34,7 @@ class ScriptedScores:
     def __init__(self, script, normalise=True):
         self.script, self.normalise = list(script), normalise
 
-    def score(self, instruction, history, skills, min_state_revision=0):
+    def score(self, instruction, history, skills, min_state_revision=0, scene=""):
         wanted = self.script[min(len(history), len(self.script) - 1)]
         if isinstance(wanted, str):
             wanted = {wanted: 0.9}

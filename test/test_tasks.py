@@ -15,7 +15,6 @@ import pytest
 import yaml
 
 from saycan_ros.kitchen import GRIPPER, load_kitchen
-from saycan_ros.skills import load_skills
 from saycan_ros.solver import MAX_PLAN_SKILLS, find_plan, goal_terms, solve
 from saycan_ros.tasks import (FAMILIES, MAX_INSTRUCTION_CHARS, GoalExpr, Task, TaskError,
                               TaskInit, load_tasks, parse_goal, parse_tasks)
@@ -24,16 +23,6 @@ from saycan_ros.world import SymbolicWorld
 DEMO = "I spilled my coke, can you bring me something to clean it up?"
 # The checkout's own files (not whatever config dir an installed saycan_ros resolves to).
 CONFIG = Path(__file__).resolve().parent.parent / "config"
-
-
-@pytest.fixture(scope="module")
-def kitchen():
-    return load_kitchen()
-
-
-@pytest.fixture(scope="module")
-def skills(kitchen):
-    return load_skills(kitchen)
 
 
 @pytest.fixture(scope="module")

@@ -11,22 +11,12 @@ import yaml
 from saycan_ros.affordance import (AffordanceContext, AffordanceScorer, affordance_from_dict,
                                    check_covers, load_affordance, make_affordance_model)
 from saycan_ros.config import ConfigError
-from saycan_ros.kitchen import GRIPPER, USER, load_kitchen
-from saycan_ros.skills import Skill, SkillSet, load_skills
+from saycan_ros.kitchen import GRIPPER, USER
+from saycan_ros.skills import Skill, SkillSet
 from saycan_ros.tasks import TaskInit
 from saycan_ros.world import SymbolicWorld, WorldSnapshot, effect_holds, target_location
 
 CONFIG = Path(__file__).resolve().parent.parent / "config"
-
-
-@pytest.fixture(scope="module")
-def kitchen():
-    return load_kitchen()
-
-
-@pytest.fixture(scope="module")
-def skills(kitchen):
-    return load_skills(kitchen)
 
 
 @pytest.fixture()

@@ -76,6 +76,18 @@ def cmd_train_value(args) -> int:
     return 0
 
 
+def cmd_train_planner(args) -> int:
+    from saycan_ros.learning.train_planner import train_planner
+    with _config_errors("train planner"):
+        record = train_planner(config_path=args.config or None, seed=args.seed,
+                               out=args.out or None, overrides=_overrides(args.set))
+    m = record["metrics"]
+    print(f"planner adapter: {record['dialogues']} dialogues, {m['steps']} steps in "
+          f"{m['seconds']:.0f} s; loss {m['first_loss']} -> {m['final_loss']}, held-out option "
+          f"token accuracy {m['held_out_token_accuracy']:.3f}")
+    return 0
+
+
 @contextlib.contextmanager
 def _config_errors(command: str):
     """A bad configuration or ``--set`` is one clear line (exit status 1), not a traceback."""
@@ -134,6 +146,15 @@ def register_cli(subparsers) -> None:
         if name == "value":
             p.add_argument("--policy", default="", help="BC weights whose value is learned")
         p.set_defaults(func=func)
+
+    p = train.add_parser("planner", help="train the LoRA planner adapter of the language model "
+                                         "(models/planner_smollm2/, reproducible from --seed)")
+    p.add_argument("--config", default="", help="hyper-parameters (default config/learning.yaml)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="", help="adapter folder (default models/planner_smollm2)")
+    p.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
+                   help="override one hyper-parameter, e.g. data.dialogues=200")
+    p.set_defaults(func=cmd_train_planner)
 
     register_skill_evaluator("pick", run_eval_skill_pick, _pick_arguments,
                              help="the BC pick policy on fresh feasible starts (episodes per object, "

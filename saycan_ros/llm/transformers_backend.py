@@ -29,6 +29,7 @@ import copy
 import dataclasses
 import logging
 import threading
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -117,6 +118,26 @@ def build_packed_masks(
     return build_tree_masks(parents, n_ctx, ctx_kv_lens, windows)
 
 
+def merge_adapter(model, adapter: str):
+    """``model`` with the LoRA adapter in folder ``adapter`` merged into its weights."""
+    from peft import PeftModel
+    if not (Path(adapter) / "adapter_config.json").is_file():
+        raise FileNotFoundError(f"no LoRA adapter in {adapter} (adapter_config.json missing)")
+    dtype = model.dtype
+    merged = PeftModel.from_pretrained(model, adapter).merge_and_unload()
+    return merged.to(dtype).eval()
+
+
+def leading_special_ids(tokenizer) -> list[int]:
+    """Ids the tokenizer puts before a text (e.g. Gemma's <bos>; none for SmolLM2)."""
+    with_sp = list(tokenizer("a", add_special_tokens=True)["input_ids"])
+    plain = list(tokenizer("a", add_special_tokens=False)["input_ids"])
+    for i in range(len(with_sp) - len(plain) + 1):
+        if with_sp[i:i + len(plain)] == plain:
+            return with_sp[:i]
+    return []
+
+
 class _TokenTrie:
     """Packed input tokens of a set of options; common starts are shared unless ``share``
     is False. Option k's scores are read at ``paths[k]`` (one node per input token)."""
@@ -158,15 +179,20 @@ class TransformersBackend(LanguageBackend):
     """A causal LM run locally with transformers (see the module docstring)."""
 
     CONFIG_KEYS = ("model", "dtype", "threads", "packed", "device", "name",
-                   "max_packed_tokens", "use_model_cache")
+                   "max_packed_tokens", "use_model_cache", "adapter")
 
     def __init__(self, model: str = "smollm2-135m", *, dtype: str = "float32",
                  threads: int | None = None, packed: bool = True, device: str = "cpu",
                  name: str | None = None, max_packed_tokens: int = 4096,
-                 use_model_cache: bool = True) -> None:
+                 use_model_cache: bool = True, adapter: str = "") -> None:
+        """``adapter``: a LoRA adapter folder (peft) merged into the model's weights at load,
+        so scoring costs what the bare model costs; "" = the model as shipped."""
         if threads:
             torch.set_num_threads(int(threads))
         hf_model, tokenizer, info = load_causal_lm(model, dtype, use_cache=use_model_cache)
+        if adapter:
+            hf_model = merge_adapter(hf_model, adapter)
+            name = name or f"{display_name(model)}+{Path(adapter).name}"
         self._init(hf_model, tokenizer, name or display_name(model), packed=packed,
                    device=device, max_packed_tokens=max_packed_tokens)
         self.load_info = info
@@ -202,7 +228,7 @@ class TransformersBackend(LanguageBackend):
         self.last_packed_tokens = 0     # tokens in the packed pass(es) of the latest call
         self._prefix_cache: collections.OrderedDict[str, _ContextState] = collections.OrderedDict()
         self.max_prefix_entries = 2
-        self._bos = self._leading_special_ids()
+        self._bos = leading_special_ids(tokenizer)
         cfg = model.config
         self._eos_ids = self._collect_eos_ids()
         layer_types = list(getattr(cfg, "layer_types", None) or [])
@@ -222,14 +248,6 @@ class TransformersBackend(LanguageBackend):
             return []
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def _leading_special_ids(self) -> list[int]:
-        """Ids the tokenizer puts before a text (e.g. Gemma's <bos>; none for SmolLM2)."""
-        with_sp = list(self.tokenizer("a", add_special_tokens=True)["input_ids"])
-        plain = list(self.tokenizer("a", add_special_tokens=False)["input_ids"])
-        for i in range(len(with_sp) - len(plain) + 1):
-            if with_sp[i:i + len(plain)] == plain:
-                return with_sp[:i]
-        return []
 
     def _collect_eos_ids(self) -> set[int]:
         ids: set[int] = set()

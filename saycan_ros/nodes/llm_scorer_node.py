@@ -16,6 +16,9 @@ from saycan_ros.stack import DEFAULT_MODEL, load_vocabulary, make_language_score
 from saycan_ros.srv import SkillScore
 from saycan_ros.tasks import TaskError, check_instruction
 
+#: A scene line names every object of a kitchen once; far longer is not a scene.
+MAX_SCENE_CHARS = 4000
+
 DEFAULTS = {
     "backend": "transformers",     # transformers | openai
     "model": DEFAULT_MODEL,        # shorthand, folder, .gguf file, or the server's model name
@@ -24,7 +27,10 @@ DEFAULTS = {
     "base_url": "",                # openai: e.g. http://gpu-box:8000/v1
     "api_key_env": "OPENAI_API_KEY",
     "request_timeout_s": 30.0,
-    "prompt_file": "",             # "" = built-in config/prompt.yaml
+    "adapter": "none",             # transformers: planner adapter: none (the frozen model),
+                                   # auto (the shipped one for the model), or an adapter folder
+    "prior_weight": 0.0,           # 0..1: divide out the skill's content-free probability
+    "prompt_file": "",             # "" = config/prompt.yaml (the adapter's own with one)
     "kitchen_file": "",
     "skills_file": "",
     "max_candidates": 512,
@@ -67,10 +73,15 @@ class LlmScorerNode(Node):
         if any(not s.strip() for s in request.skills):
             response.message = "a candidate skill is empty"
             return response
+        if len(request.scene) > MAX_SCENE_CHARS or any(
+                ord(c) < 32 and c not in "\t\n" for c in request.scene):
+            response.message = (f"scene: at most {MAX_SCENE_CHARS} characters of printable text "
+                                f"(got {len(request.scene)})")
+            return response
         try:
             with self._model_lock:
                 probs, raw = self.scorer.score(instruction, list(request.history),
-                                               list(request.skills))
+                                               list(request.skills), scene=request.scene)
         except (ScoringError, ValueError) as exc:
             response.message = f"scoring failed: {exc}"
             self.get_logger().error(response.message)

@@ -29,7 +29,8 @@ from saycan_ros.nodes.common import (AFFORDANCE_SERVICE, CANCEL_SERVICE, EXECUTE
 from saycan_ros.nodes.conversions import record_to_msg
 from saycan_ros.planner import (STRATEGIES, ExecutionResult, Planner, PlannerError, PlanResult,
                                 StepRecord, make_strategy)
-from saycan_ros.kitchen import load_kitchen
+from saycan_ros.kitchen import GRIPPER, load_kitchen
+from saycan_ros.planning.scene import scene_line
 from saycan_ros.skills import load_skills
 from saycan_ros.srv import ExecuteSkill, GetWorldState, SkillScore
 from saycan_ros.tasks import TaskError, check_instruction
@@ -53,9 +54,10 @@ class ServiceScoreSource:
         self.node, self.label, self.timeout_s = node, label, timeout_s
         self.client = node.create_client(SkillScore, name, callback_group=group)
 
-    def score(self, instruction, history, skills, min_state_revision=0):
+    def score(self, instruction, history, skills, min_state_revision=0, scene=""):
         request = SkillScore.Request(instruction=instruction, history=list(history),
-                                     skills=list(skills), min_state_revision=int(min_state_revision))
+                                     skills=list(skills), min_state_revision=int(min_state_revision),
+                                     scene=scene)
         try:
             response = call_service(self.node, self.client, request, self.timeout_s, self.label)
         except ServiceCallError as exc:
@@ -94,7 +96,7 @@ class PlannerNode(Node):
                              f"node; it runs: {', '.join(STRATEGIES)} (the others: saycan eval)")
         if self.params["max_steps"] < 1:
             raise ValueError("max_steps must be at least 1")
-        kitchen = load_kitchen(self.params["kitchen_file"] or None)
+        kitchen = self.kitchen = load_kitchen(self.params["kitchen_file"] or None)
         self.skills = load_skills(kitchen, self.params["skills_file"] or None)
         clients = ReentrantCallbackGroup()
         self.language = ServiceScoreSource(self, LLM_SERVICE, "language scorer",
@@ -173,7 +175,8 @@ class PlannerNode(Node):
                                     max_steps=self.params["max_steps"],
                                     skill_timeout_s=self.params["skill_timeout_s"],
                                     on_decision=lambda r: self._on_decision(instruction, r),
-                                    on_step=lambda r: self._on_step(instruction, r))
+                                    on_step=lambda r: self._on_step(instruction, r),
+                                    describe=self._scene)
             self._publish_status("planning", instruction, 0, "planning", [])
             result = self._planner.run(instruction, self._current_revision())
             self._finish(result)
@@ -194,6 +197,21 @@ class PlannerNode(Node):
         except ServiceCallError:
             return 0
         return int(response.state.revision)
+
+    def _scene(self) -> str:
+        """The scene line of the world now (the language scorer shows it with the instruction
+        where its prompt asks for it); empty when no world serves its state."""
+        if not self.state_client.service_is_ready():
+            return ""
+        try:
+            response = call_service(self, self.state_client, GetWorldState.Request(), 2.0,
+                                    "world state")
+            state = json.loads(response.state_json)
+        except (ServiceCallError, ValueError):
+            return ""
+        return scene_line(self.kitchen, state.get("robot_at"), state.get("holding"),
+                          {o: at for o, at in (state.get("objects") or {}).items()
+                           if at != GRIPPER})
 
     def _on_decision(self, instruction: str, record: StepRecord) -> None:
         self.scores_pub.publish(record_to_msg(record, instruction, self.params["strategy"],

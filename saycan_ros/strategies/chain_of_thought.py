@@ -44,7 +44,7 @@ class _ExplainedLanguage:
         self.scorer = scorer
         self.strategy = strategy
 
-    def score(self, instruction, history, skills, min_state_revision: int = 0):
+    def score(self, instruction, history, skills, min_state_revision: int = 0, scene: str = ""):
         return self.scorer.score(with_explanation(instruction, self.strategy.explanation),
                                  history, skills)
 

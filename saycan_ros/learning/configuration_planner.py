@@ -1,0 +1,63 @@
+"""Configuration of the planner adapter (``config/learning.yaml``, section ``planner``): a LoRA
+adapter of the scoring language model, fine-tuned on synthetic planning dialogues
+(:mod:`saycan_ros.learning.planner_data`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from saycan_ros.learning.configuration_common import SectionConfig
+
+
+@dataclass(frozen=True)
+class PlannerDataConfig:
+    dialogues: int = 2000             # training dialogues drawn from the generator
+    seed_offset: int = 0              # generator seed = --seed + this
+    languages: bool = True            # also config/planner_languages.yaml
+
+    def __post_init__(self):
+        if self.dialogues < 1:
+            raise ValueError(f"dialogues: expected at least 1, got {self.dialogues!r}")
+
+
+@dataclass(frozen=True)
+class LoraConfig:
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
+                                       "up_proj", "down_proj")
+
+    def __post_init__(self):
+        if self.r < 1 or self.alpha < 1 or not 0 <= self.dropout < 1:
+            raise ValueError(f"lora: r and alpha >= 1, 0 <= dropout < 1 (got {self.r!r}, "
+                             f"{self.alpha!r}, {self.dropout!r})")
+
+
+@dataclass(frozen=True)
+class PlannerTrainConfig:
+    epochs: int = 1
+    batch_size: int = 8
+    lr: float = 5e-4
+    weight_decay: float = 0.0
+    warmup: int = 20                  # optimiser steps of linear warm-up, then cosine decay
+    threads: int = 2
+    precision: str = "auto"           # bf16 autocast where the CPU has it natively, else fp32
+
+    def __post_init__(self):
+        for name in ("epochs", "batch_size", "threads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}: expected at least 1, got {getattr(self, name)!r}")
+        if not self.lr > 0 or self.warmup < 0:
+            raise ValueError(f"lr must be > 0 and warmup >= 0 (got {self.lr!r}, {self.warmup!r})")
+
+
+@dataclass(frozen=True)
+class PlannerAdapterConfig(SectionConfig):
+    SECTION: ClassVar[str] = "planner"
+
+    base_model: str = "smollm2-135m"
+    prompt: str = "prompt_adapter.yaml"    # the dialogue format the adapter is trained and used with
+    data: PlannerDataConfig = field(default_factory=PlannerDataConfig)
+    lora: LoraConfig = field(default_factory=LoraConfig)
+    train: PlannerTrainConfig = field(default_factory=PlannerTrainConfig)

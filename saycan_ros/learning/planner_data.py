@@ -1,0 +1,675 @@
+"""Synthetic planning dialogues over this kitchen: the planner adapter's training data.
+
+Each :class:`Dialogue` is an instruction (from the templates and vocabulary of
+``config/planner_data.yaml`` and ``config/planner_languages.yaml``), a random start state, the
+goal a rater would accept, and the plan: the symbolic solver's shortest plan from that start to
+the goal, one sub-goal after the other in the order the instruction names them, ending in
+``done``. Every plan is replayed on the symbolic world before it is kept, and an instruction
+equal to one of ``exclude`` (the test sets, compared lower-cased without punctuation) is never
+produced.
+
+The families follow the paper's seven plus negation, counting and other languages; start states
+vary the robot's place, what it holds, and which objects were moved or are missing, so the
+model learns to read the scene line (:mod:`saycan_ros.planning.scene`).
+"""
+from __future__ import annotations
+
+import random
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+from saycan_ros.config import ConfigError, load_yaml
+from saycan_ros.kitchen import GRIPPER, USER, Kitchen
+from saycan_ros.planning.scene import scene_of
+from saycan_ros.skills import SkillSet
+from saycan_ros.solver import MAX_PLAN_SKILLS
+from saycan_ros.tasks import GoalExpr, TaskInit, parse_goal
+from saycan_ros.world import SymbolicWorld
+
+#: Families and how often each is drawn (the mix of the training set).
+FAMILY_WEIGHTS: dict[str, float] = {
+    "nl_single": 0.09, "nl_nouns": 0.11, "nl_verbs": 0.11, "structured": 0.07,
+    "embodiment": 0.09, "crowd": 0.10, "long_horizon": 0.19, "negation": 0.07,
+    "counting": 0.06, "multilingual": 0.11,
+}
+#: Bumped whenever the generator's output for a seed changes (recorded with the adapter).
+DATA_VERSION = 1
+
+
+def normalise(text: str) -> str:
+    """Lower-cased letters and digits of any script, single spaces (for the overlap check)."""
+    kept = "".join(c if unicodedata.category(c)[0] in "LN" else " " for c in text.lower())
+    return " ".join(kept.split())
+
+
+@dataclass(frozen=True)
+class Dialogue:
+    instruction: str
+    family: str
+    language: str
+    init: TaskInit
+    goal: GoalExpr
+    steps: tuple[str, ...]            # skill texts, ending in done
+    scene: str                        # the scene line at the start
+
+
+@dataclass
+class Lexicon:
+    """``config/planner_data.yaml`` (+ the languages file), checked against the kitchen."""
+    objects: dict[str, dict]
+    categories: dict[str, dict]
+    locations: dict[str, list[str]]
+    needs: dict[str, list[str]]
+    templates: dict[str, list]
+    steps: dict[str, list[str]]
+    spills: list[str]
+    places: list[str]
+    languages: dict[str, dict] = field(default_factory=dict)
+
+    def members(self, attribute: str) -> list[str]:
+        return [o for o, spec in self.objects.items() if attribute in spec["attributes"]]
+
+
+def load_lexicon(kitchen: Kitchen, path: str | Path | None = None,
+                 languages_path: str | Path | None | bool = None) -> Lexicon:
+    """The vocabulary; ``languages_path=False``: English only."""
+    data, source = load_yaml(path, default_name="planner_data.yaml")
+    try:
+        lex = Lexicon(objects=dict(data["objects"]), categories=dict(data["categories"]),
+                      locations=dict(data["locations"]), needs=dict(data["needs"]),
+                      templates=dict(data["templates"]), steps=dict(data["steps"]),
+                      spills=list(data["spills"]), places=list(data["places"]))
+    except (KeyError, TypeError) as exc:
+        raise ConfigError(f"{source}: missing or malformed section {exc}") from None
+    for name, spec in lex.objects.items():
+        kitchen.object(name)
+        unknown = set(spec["attributes"]) - set(lex.categories)
+        if unknown:
+            raise ConfigError(f"{source}: object {name!r} has unknown attributes {sorted(unknown)}")
+    missing = set(kitchen.objects) - set(lex.objects)
+    if missing:
+        raise ConfigError(f"{source}: no names for objects {sorted(missing)}")
+    for attribute in list(lex.needs) + list(lex.categories):
+        if not lex.members(attribute):
+            raise ConfigError(f"{source}: category {attribute!r} has no member")
+    for location in lex.locations:
+        kitchen.location(location)
+    if languages_path is not False:
+        langs, _ = load_yaml(languages_path, default_name="planner_languages.yaml")
+        lex.languages = dict(langs.get("languages") or {})
+    return lex
+
+
+class PlanDataGenerator:
+    """Draws :class:`Dialogue` s; the same seed gives the same dialogues."""
+
+    def __init__(self, kitchen: Kitchen, skills: SkillSet, lexicon: Lexicon, seed: int = 0,
+                 exclude: Iterable[str] = ()):
+        self.kitchen, self.skills, self.lex = kitchen, skills, lexicon
+        self.rng = random.Random(seed)
+        self.exclude = {normalise(t) for t in exclude}
+        self.places = [loc for loc in kitchen.locations if loc != USER]   # where things stand
+        self.shelves = [loc for loc in self.places if loc != "trash can"]
+        self._makers = {
+            "nl_single": self._single, "nl_nouns": self._nouns, "nl_verbs": self._verbs,
+            "structured": self._structured, "embodiment": self._embodiment,
+            "crowd": self._crowd, "long_horizon": self._long_horizon,
+            "negation": self._negation, "counting": self._counting,
+            "multilingual": self._multilingual,
+        }
+
+    # -- the public interface ----------------------------------------------------------------
+    def dialogues(self, n: int, progress=None) -> list[Dialogue]:
+        """``n`` distinct dialogues (instruction and start state), families by FAMILY_WEIGHTS."""
+        out, seen, tries = [], set(), 0
+        families, weights = zip(*FAMILY_WEIGHTS.items())
+        while len(out) < n:
+            tries += 1
+            if tries > 50 * n + 1000:
+                raise RuntimeError(f"only {len(out)} of {n} dialogues after {tries} draws")
+            family = self.rng.choices(families, weights)[0]
+            dialogue = self.draw(family)
+            if dialogue is None:
+                continue
+            key = (normalise(dialogue.instruction), dialogue.scene)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(dialogue)
+            if progress is not None:
+                progress.update(1)
+        return out
+
+    def draw(self, family: str) -> Dialogue | None:
+        """One dialogue of ``family``, or None when the draw gave no usable task."""
+        init = self._random_init(family)
+        world = SymbolicWorld(self.kitchen, init)
+        made = self._makers[family](world)
+        if made is None:
+            return None
+        text, goal_text, items, language = made
+        if normalise(text) in self.exclude or not text.strip():
+            return None
+        goal = parse_goal(goal_text, self.kitchen)
+        if goal.holds(world):
+            return None
+        steps = self._plan(world, items)
+        if steps is None or not _replays_to(goal, world, steps, self.skills):
+            return None
+        return Dialogue(text, family, language, init, goal, tuple(steps) + (
+            self.skills.terminate.text,), scene_of(self.kitchen, world))
+
+    # -- start states ------------------------------------------------------------------------
+    def _random_init(self, family: str) -> TaskInit:
+        rng = self.rng
+        objects = list(self.kitchen.objects)
+        holding = None
+        hold_p = 0.6 if family == "embodiment" else 0.12
+        if rng.random() < hold_p:
+            holding = rng.choice(objects)
+        moved: dict[str, str] = {}
+        if rng.random() < 0.35:
+            for obj in rng.sample(objects, rng.randint(1, 4)):
+                if obj != holding:
+                    moved[obj] = rng.choice(self.places if rng.random() < 0.9 else [USER])
+        absent: list[str] = []
+        if rng.random() < (0.45 if family == "embodiment" else 0.15):
+            absent = [o for o in rng.sample(objects, rng.randint(1, 3))
+                      if o != holding and o not in moved]
+        robot_at = rng.choice(list(self.kitchen.locations))
+        return TaskInit(robot_at=robot_at, holding=holding, objects=moved, absent=tuple(absent))
+
+    # -- phrases ------------------------------------------------------------------------------
+    def _name(self, obj: str, article: str = "the") -> str:
+        name = self.rng.choice(self.lex.objects[obj]["names"])
+        if article == "a":
+            return f"{self.kitchen.object(obj).article} {name}" if name == obj else (
+                f"{'an' if name[0] in 'aeiou' else 'a'} {name}")
+        return f"the {name}"
+
+    def _loc(self, location: str) -> str:
+        return self.rng.choice(self.lex.locations[location])
+
+    def _fill(self, kind: str, **slots) -> str:
+        template = self.rng.choice(self.lex.templates[kind])
+        return _format(template, trash=self._loc("trash can"), **slots)
+
+    def _present(self, world: SymbolicWorld, candidates: Iterable[str]) -> list[str]:
+        """The candidates that are in the kitchen and not already delivered or thrown away."""
+        return [o for o in candidates if world.objects.get(o) not in (None, USER, "trash can")]
+
+    def _category(self, world: SymbolicWorld, min_members: int = 1):
+        """(attribute, members present) of a random category with enough present members."""
+        attrs = [a for a in self.lex.categories if self.lex.categories[a]["one"]]
+        self.rng.shuffle(attrs)
+        for attr in attrs:
+            members = self._present(world, self.lex.members(attr))
+            if len(members) >= min_members:
+                return attr, members
+        return None
+
+    # -- goal pieces -------------------------------------------------------------------------
+    @staticmethod
+    def _at(obj: str, loc: str) -> str:
+        return f"at({obj}, {loc})"
+
+    @staticmethod
+    def _any(objs: Sequence[str], loc: str) -> str:
+        terms = [f"at({o}, {loc})" for o in objs]
+        return terms[0] if len(terms) == 1 else f"or({', '.join(terms)})"
+
+    @staticmethod
+    def _all(goals: Sequence[str]) -> str:
+        return goals[0] if len(goals) == 1 else f"and({', '.join(goals)})"
+
+    def _delivery(self, text: str, objs: Sequence[str], dest: str, language: str = "en"):
+        """A request for one of ``objs`` (any of them) at ``dest``."""
+        return text, self._any(objs, dest), [("deliver", tuple(objs), dest)], language
+
+    # -- families ----------------------------------------------------------------------------
+    # Each returns (text, goal, plan items, language) or None. Plan items, in the order the
+    # instruction names them: ("deliver", objects, destination) (one of the objects),
+    # ("hold", object), ("goto", location), ("find", object), ("drop",).
+    def _single(self, world):
+        rng = self.rng
+        kind = rng.choice(["pick", "go", "come", "find", "drop_held"])
+        if kind == "pick":
+            obj = rng.choice(self._present(world, self.kitchen.objects))
+            if world.holding is not None:
+                return None
+            return (self._fill("pick", x=self._name(obj)), f"holding({obj})", [("hold", obj)],
+                    "en")
+        if kind == "go":
+            loc = rng.choice(self.kitchen.navigable)
+            return (self._fill("go", loc=self._loc(loc)), f"robot_at({loc})", [("goto", loc)],
+                    "en")
+        if kind == "come":
+            return self._fill("come"), f"robot_at({USER})", [("goto", USER)], "en"
+        if kind == "find":
+            obj = rng.choice(self._present(world, self.kitchen.objects))
+            if world.objects.get(obj) == GRIPPER:
+                return None
+            return (self._fill("find", x=self._name(obj, rng.choice(["a", "the"]))),
+                    f"robot_at({world.objects[obj]})", [("find", obj)], "en")
+        return self._held_request(world, "drop_held")
+
+    def _held_request(self, world, kind: str):
+        held = world.holding
+        if held is None:
+            return None
+        text = self._fill(kind, held=self._name(held), loc="{loc}")
+        if kind == "drop_held":
+            if world.robot_at in ("trash can", USER):
+                return None
+            return (text, f"and(holding(none), not(at({held}, trash can)))", [("drop",)], "en")
+        if kind == "deliver_held":
+            return self._delivery(text, [held], USER)
+        if kind == "throw_held":
+            return self._delivery(text, [held], "trash can")
+        loc = self.rng.choice(self.shelves)
+        return self._delivery(_format(text, loc=self._loc(loc)), [held], loc)
+
+    def _nouns(self, world):
+        found = self._category(world)
+        if found is None:
+            return None
+        attr, members = found
+        phrase = self.rng.choice(self.lex.categories[attr]["one"])
+        if self.rng.random() < 0.75:
+            return self._delivery(self._fill("bring", x=phrase), members, USER)
+        loc = self.rng.choice(self.shelves)
+        members = [m for m in members if world.objects.get(m) != loc]
+        if not members:
+            return None
+        return self._delivery(self._fill("move", x=phrase, loc=self._loc(loc)), members, loc)
+
+    def _verbs(self, world):
+        obj = self.rng.choice(self._present(world, self.kitchen.objects))
+        kind = self.rng.choice(["bring", "bring", "throw", "move", "move"])
+        x = self._name(obj, "the" if kind != "bring" or self.rng.random() < 0.6 else "a")
+        if kind == "bring":
+            return self._delivery(self._fill("bring", x=x), [obj], USER)
+        if kind == "throw":
+            return self._delivery(self._fill("throw", x=x), [obj], "trash can")
+        loc = self.rng.choice([p for p in self.shelves if p != world.objects.get(obj)])
+        return self._delivery(self._fill("move", x=x, loc=self._loc(loc)), [obj], loc)
+
+    def _structured(self, world):
+        rng, st = self.rng, self.lex.steps
+        obj = rng.choice(self._present(world, self.kitchen.objects))
+        if world.objects.get(obj) == GRIPPER:
+            return None
+        x = self._name(obj)
+        if rng.random() < 0.5:
+            parts = [_format(rng.choice(st["find"]), x=x)]
+            pick = _format(rng.choice(st["pick"]), x="it").replace("pick up it", "pick it up")
+        else:
+            parts = [_format(rng.choice(st["goto"]), loc=self._loc(world.objects[obj]))]
+            pick = _format(rng.choice(st["pick"]), x=x)
+        parts.append(pick)
+        end = rng.choice(["bring", "carry", "trash"])
+        if end == "bring":
+            parts.append(rng.choice(st["bring"]))
+            dest = USER
+        elif end == "trash":
+            parts += [_format(rng.choice(st["carry"]), loc=self._loc("trash can")),
+                      rng.choice(st["trash"])]
+            dest = "trash can"
+        else:
+            dest = rng.choice([p for p in self.shelves if p != world.objects[obj]])
+            parts += [_format(rng.choice(st["carry"]), loc=self._loc(dest)), rng.choice(st["put"])]
+        goals, items = [self._at(obj, dest)], [("deliver", (obj,), dest)]
+        if rng.random() < 0.25 and dest != USER:
+            parts.append(rng.choice(st["come"]))
+            goals.append(f"robot_at({USER})")
+            items.append(("goto", USER))
+        text = ", ".join(parts[:-1]) + (", and " if rng.random() < 0.5 else " and ") + parts[-1]
+        return text[0].upper() + text[1:] + ".", self._all(goals), items, "en"
+
+    def _embodiment(self, world):
+        rng = self.rng
+        if world.holding is not None and rng.random() < 0.5:
+            return self._held_request(world, rng.choice(["drop_held", "deliver_held",
+                                                         "throw_held", "move_held"]))
+        return rng.choice([self._nouns, self._verbs, self._crowd])(world)
+
+    def _crowd(self, world):
+        attrs = [a for a in self.lex.needs if self._present(world, self.lex.members(a))]
+        if not attrs:
+            return None
+        attr = self.rng.choice(attrs)
+        text = _format(self.rng.choice(self.lex.needs[attr]), drink=self.rng.choice(
+            self.lex.spills), place=self.rng.choice(self.lex.places))
+        return self._delivery(text, self._present(world, self.lex.members(attr)), USER)
+
+    def _clause(self, world, taken: set[str]):
+        """(clause text, goal, object, destination) of one object for a long sentence."""
+        rng = self.rng
+        free = [o for o in self._present(world, self.kitchen.objects) if o not in taken]
+        if not free:
+            return None
+        obj = rng.choice(free)
+        kind = rng.choice(["bring", "throw", "move"])
+        if kind == "bring":
+            dest = USER
+        elif kind == "throw":
+            dest = "trash can"
+        else:
+            dest = rng.choice([p for p in self.shelves if p != world.objects.get(obj)])
+        text = self._fill(kind, x=self._name(obj), loc=self._loc(dest) if kind == "move" else "")
+        return _lower_first(text.rstrip(".?!")), self._at(obj, dest), obj, dest
+
+    def _long_horizon(self, world):
+        rng = self.rng
+        kind = rng.choice(["then", "then", "many", "many", "all", "all_at", "clear", "swap",
+                           "then_wait"])
+        if kind in ("then", "then_wait"):
+            first = self._clause(world, set())
+            if first is None:
+                return None
+            items = [("deliver", (first[2],), first[3])]
+            if kind == "then":
+                second = self._clause(world, {first[2]})
+                if second is None:
+                    return None
+                b_text, b_goal = second[0], second[1]
+                items.append(("deliver", (second[2],), second[3]))
+            else:
+                loc = rng.choice(list(self.kitchen.navigable))
+                b_text = _lower_first(self._fill("go", loc=self._loc(loc)).rstrip(".?!"))
+                b_goal = f"robot_at({loc})"
+                items.append(("goto", loc))
+            text = _format(rng.choice(self.lex.templates["then"]), a=first[0], b=b_text)
+            return text, self._all([first[1], b_goal]), items, "en"
+        if kind == "many":
+            free = self._present(world, self.kitchen.objects)
+            verb = rng.choice(["bring", "throw", "move"])
+            dest = {"bring": USER, "throw": "trash can"}.get(verb) or rng.choice(self.shelves)
+            free = [o for o in free if world.objects.get(o) != dest]
+            objs = rng.sample(free, min(len(free), rng.choice([2, 2, 3, 3, 4])))
+            if len(objs) < 2:
+                return None
+            names = [self._name(o, "a" if verb == "bring" and rng.random() < 0.5 else "the")
+                     for o in objs]
+            slots = {"list": _join(names, rng), "loc": self._loc(dest) if verb == "move" else ""}
+            text = self._fill(f"{verb}_many", **slots)
+            return (text, self._all([self._at(o, dest) for o in objs]),
+                    [("deliver", (o,), dest) for o in objs], "en")
+        if kind in ("all", "all_at"):
+            attr = rng.choice([a for a in self.lex.categories if self.lex.categories[a]["all"]])
+            plural = rng.choice(self.lex.categories[attr]["all"])
+            members = self._present(world, self.lex.members(attr))
+            if kind == "all_at":
+                loc = rng.choice(self.shelves)
+                members = [m for m in members if world.objects.get(m) == loc]
+                verb = rng.choice(["bring_all_at", "throw_all_at", "move_all_at"])
+                loc2 = rng.choice([p for p in self.shelves if p != loc])
+                text = self._fill(verb, all=plural, loc=self._loc(loc), loc2=self._loc(loc2))
+                dest = {"bring_all_at": USER, "throw_all_at": "trash can"}.get(verb, loc2)
+            else:
+                verb = rng.choice(["bring_all", "throw_all"])
+                text = self._fill(verb, all=plural)
+                dest = USER if verb == "bring_all" else "trash can"
+            members = [m for m in members if world.objects.get(m) != dest]
+            if not 2 <= len(members) <= 4:
+                return None
+            return (text, self._all([self._at(m, dest) for m in members]),
+                    [("deliver", (m,), dest) for m in members], "en")
+        if kind == "clear":
+            loc = rng.choice(self.shelves)
+            here = [o for o in self.kitchen.objects if world.objects.get(o) == loc]
+            if not 1 <= len(here) <= 4:
+                return None
+            if rng.random() < 0.4:
+                text, dest = self._fill("bring_everything_at", loc=self._loc(loc)), USER
+            else:
+                dest = rng.choice([p for p in self.shelves if p != loc])
+                text = self._fill("clear_at", loc=self._loc(loc), loc2=self._loc(dest))
+            return (text, self._all([self._at(o, dest) for o in here]),
+                    [("deliver", (o,), dest) for o in here], "en")
+        # swap two objects that stand at different places
+        placed = [o for o in self._present(world, self.kitchen.objects)
+                  if world.objects.get(o) in self.shelves]
+        rng.shuffle(placed)
+        for a in placed:
+            for b in placed:
+                la, lb = world.objects[a], world.objects[b]
+                if la != lb:
+                    text = self._fill("swap", x=self._name(a), y=self._name(b))
+                    return (text, self._all([self._at(a, lb), self._at(b, la)]),
+                            [("deliver", (a,), lb), ("deliver", (b,), la)], "en")
+        return None
+
+    def _negation(self, world):
+        rng = self.rng
+        found = self._category(world, min_members=2)
+        if found is None:
+            return None
+        attr, members = found
+        if rng.random() < 0.3 and self.lex.categories[attr]["all"]:   # throw all but one
+            keep = rng.choice(members)
+            rest = [m for m in members if m != keep]
+            if not 1 <= len(rest) <= 4:
+                return None
+            text = self._fill("neg_throw_all", all=rng.choice(self.lex.categories[attr]["all"]),
+                              z=self._name(keep))
+            goal = self._all([self._at(m, "trash can") for m in rest]
+                             + [f"not(at({keep}, trash can))"])
+            return text, goal, [("deliver", (m,), "trash can") for m in rest], "en"
+        # exclude one object, or a sub-category
+        subs = [a for a in self.lex.categories if a != attr and self.lex.categories[a]["one"]
+                and set(self.lex.members(a)) & set(members)
+                and set(members) - set(self.lex.members(a))]
+        if subs and rng.random() < 0.5:
+            sub = rng.choice(subs)
+            excluded = [m for m in members if m in self.lex.members(sub)]
+            z = rng.choice(self.lex.categories[sub]["one"])
+        else:
+            excluded = [rng.choice(members)]
+            z = self._name(excluded[0])
+        allowed = [m for m in members if m not in excluded]
+        xs = (self.lex.categories[attr]["all"] or ["thing"])[0]
+        text = self._fill("neg_bring", x=rng.choice(self.lex.categories[attr]["one"]), z=z,
+                          xs=xs)
+        goal = f"and({self._any(allowed, USER)}, not({self._any(excluded, USER)}))"
+        return text, goal, [("deliver", tuple(allowed), USER)], "en"
+
+    def _counting(self, world):
+        rng = self.rng
+        n = rng.choice([2, 2, 3])
+        dest = USER if rng.random() < 0.8 else "trash can"
+        attrs = [a for a in self.lex.categories if self.lex.categories[a]["all"]
+                 and len([m for m in self._present(world, self.lex.members(a))
+                          if world.objects.get(m) != dest]) > n]
+        if not attrs:
+            return None
+        attr = rng.choice(attrs)
+        members = self._present(world, self.lex.members(attr))
+        chosen = rng.sample(members, n)
+        number = str(rng.choice(self.lex.templates["numbers"][n]))
+        plural = rng.choice(self.lex.categories[attr]["all"])
+        text = self._fill("count_bring" if dest == USER else "count_throw", n=number, all=plural)
+        # the plan moves the chosen ones; the goal accepts any n of the category
+        goal = f"atleast({n}, {', '.join(self._at(m, dest) for m in members)})"
+        return text, goal, [("deliver", (m,), dest) for m in chosen], "en"
+
+    def _multilingual(self, world):
+        rng = self.rng
+        if not self.lex.languages:
+            return None
+        code = rng.choice(sorted(self.lex.languages))
+        lang = self.lex.languages[code]
+        tpl = lang["templates"]
+        kind = rng.choice(["bring", "bring", "bring_cat", "throw", "move", "pick", "go", "find",
+                           "put_down_held", "bring_two"])
+        present = self._present(world, self.kitchen.objects)
+        obj = rng.choice(present)
+
+        def name(o):
+            return rng.choice(lang["objects"][o])
+
+        if kind == "bring":
+            return self._delivery(_format(rng.choice(tpl["bring"]), obj=name(obj)), [obj], USER,
+                                  code)
+        if kind == "bring_cat":
+            found = self._category(world)
+            if found is None or found[0] not in lang["categories"]:
+                return None
+            attr, members = found
+            text = _format(rng.choice(tpl["bring"]), obj=rng.choice(lang["categories"][attr]))
+            return self._delivery(text, members, USER, code)
+        if kind == "throw":
+            return self._delivery(_format(rng.choice(tpl["throw"]), obj=name(obj)), [obj],
+                                  "trash can", code)
+        if kind == "move":
+            loc = rng.choice([p for p in self.shelves if p != world.objects.get(obj)])
+            forms = lang["locations"][loc]
+            text = _format(rng.choice(tpl["move"]), obj=name(obj), on=forms["on"], to=forms["to"])
+            return self._delivery(text, [obj], loc, code)
+        if kind == "pick":
+            if world.holding is not None:
+                return None
+            return (_format(rng.choice(tpl["pick"]), obj=name(obj)), f"holding({obj})",
+                    [("hold", obj)], code)
+        if kind == "go":
+            loc = rng.choice(list(self.kitchen.navigable))
+            return (_format(rng.choice(tpl["go"]), to=lang["locations"][loc]["to"]),
+                    f"robot_at({loc})", [("goto", loc)], code)
+        if kind == "find":
+            if world.objects.get(obj) == GRIPPER:
+                return None
+            return (_format(rng.choice(tpl["find"]), obj=name(obj)),
+                    f"robot_at({world.objects[obj]})", [("find", obj)], code)
+        if kind == "put_down_held":
+            if world.holding is None or world.robot_at in ("trash can", USER):
+                return None
+            return (rng.choice(tpl["put_down_held"]),
+                    f"and(holding(none), not(at({world.holding}, trash can)))", [("drop",)], code)
+        others = [o for o in present if o != obj]
+        if not others:
+            return None
+        obj2 = rng.choice(others)
+        return (_format(rng.choice(tpl["bring_two"]), obj=name(obj), obj2=name(obj2)),
+                self._all([self._at(obj, USER), self._at(obj2, USER)]),
+                [("deliver", (obj,), USER), ("deliver", (obj2,), USER)], code)
+
+    # -- plans -------------------------------------------------------------------------------
+    def _plan(self, world: SymbolicWorld, items) -> list[str] | None:
+        """The plan a person writes for ``items``, replayed on a copy of ``world``: fetch an
+        object with ``find`` (unless the robot stands where it is), ``pick up``, go to the
+        destination (``bring it to you`` for the user), ``put down``. A held object the request
+        does not name is put down first where the robot stands (at a counter or the table),
+        else where the next object is found. One object of a several-object item is chosen at
+        random, so the model learns the category, not one favourite. None if a step fails or
+        the plan is longer than MAX_PLAN_SKILLS."""
+        from saycan_ros.solver import clone_world
+        w = clone_world(world)
+        steps: list[str] = []
+        sk = self._skill_texts
+
+        def run(text: str) -> None:
+            if not w.execute(self.skills.get(text)).success:
+                raise _NoPlan(text)
+            steps.append(text)
+
+        def fetch(obj: str) -> None:
+            if w.holding == obj:
+                return
+            if w.holding is not None and w.robot_at in self.shelves:
+                run(sk["place", w.holding])
+            if w.objects.get(obj) != w.robot_at:
+                run(sk["navigate_to_object", obj])
+            if w.holding is not None:
+                run(sk["place", w.holding])
+            run(sk["pick", obj])
+
+        def go(loc: str) -> None:
+            if w.robot_at != loc:
+                run(sk["navigate", loc])
+
+        try:
+            for item in items:
+                kind = item[0]
+                if kind == "deliver":
+                    options = [o for o in item[1] if w.objects.get(o) not in (None, item[2])]
+                    if not options:
+                        return None
+                    obj = self.rng.choice(options)
+                    fetch(obj)
+                    go(item[2])
+                    run(sk["place", obj])
+                elif kind == "hold":
+                    fetch(item[1])
+                elif kind == "goto":
+                    go(item[1])
+                elif kind == "find":
+                    if w.objects.get(item[1]) != w.robot_at:
+                        run(sk["navigate_to_object", item[1]])
+                elif kind == "drop":
+                    run(sk["place", w.holding])
+        except (_NoPlan, KeyError):
+            return None
+        return steps if 0 < len(steps) <= MAX_PLAN_SKILLS else None
+
+    @property
+    def _skill_texts(self) -> dict[tuple[str, str], str]:
+        """(kind, object or location) -> skill text."""
+        if not hasattr(self, "_texts"):
+            self._texts = {}
+            for skill in self.skills:
+                key = skill.object if skill.object is not None else skill.location
+                self._texts.setdefault((skill.kind, key), skill.text)
+        return self._texts
+
+
+class _NoPlan(Exception):
+    """A step of a canonical plan failed."""
+
+
+def _replays_to(goal: GoalExpr, world: SymbolicWorld, steps: Sequence[str],
+                skills: SkillSet) -> bool:
+    from saycan_ros.solver import clone_world
+    replay = clone_world(world)
+    return all(replay.execute(skills.get(t)).success for t in steps) and goal.holds(replay)
+
+
+def _format(template: str, **slots) -> str:
+    """``template`` with {slot} / {Slot} (capitalised) filled; unknown braces kept."""
+    def sub(match):
+        key = match.group(1)
+        value = slots.get(key.lower())
+        if value is None:
+            return match.group(0)
+        return value[0].upper() + value[1:] if key[0].isupper() and value else value
+    return re.sub(r"\{(\w+)\}", sub, template)
+
+
+def _lower_first(text: str) -> str:
+    return text[0].lower() + text[1:] if text and not text.startswith("I ") else text
+
+
+def _join(items: Sequence[str], rng: random.Random) -> str:
+    if len(items) == 2:
+        return f"{items[0]} and {items[1]}"
+    return ", ".join(items[:-1]) + (", and " if rng.random() < 0.4 else " and ") + items[-1]
+
+
+def heldout_instructions(config_dir: Path, kitchen: Kitchen) -> list[str]:
+    """Every instruction of the test sets (config/tasks.yaml, config/tasks_extra.yaml): what
+    the generator must never produce."""
+    from saycan_ros.tasks import load_tasks
+    texts = []
+    for name in ("tasks.yaml", "tasks_extra.yaml"):
+        path = Path(config_dir) / name
+        if path.is_file():
+            texts += [t.text for t in load_tasks(path, kitchen)]
+    return texts
+
+
+def dialogue_record(d: Dialogue) -> Mapping:
+    return {"instruction": d.instruction, "family": d.family, "language": d.language,
+            "init": d.init.to_mapping(), "goal": d.goal.text, "steps": list(d.steps),
+            "scene": d.scene}

@@ -1,0 +1,193 @@
+"""``saycan train planner``: fine-tune a LoRA adapter of the scoring language model on
+synthetic planning dialogues of this kitchen (:mod:`saycan_ros.learning.planner_data`).
+
+The model learns exactly what the SayCan scorer asks of it: the log-probability of each step's
+option text after the dialogue so far. Each dialogue is tokenised as the scorer tokenises it
+(prefix, query and option encoded separately and joined), and the loss is the cross-entropy of
+the option tokens only. Seeded (data, LoRA initialisation, batch order), with a progress bar and
+a record (``planner.json``: data version, config, seed, CPU, metrics) beside the adapter.
+"""
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections import Counter
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from saycan_ros.learning import models_dir
+from saycan_ros.learning._config_util import to_dict, with_overrides
+from saycan_ros.learning.configuration_planner import PlannerAdapterConfig
+from saycan_ros.learning.modeling_common import (autocast, cosine_lr, resolve_precision,
+                                                 training_host)
+
+#: Where the adapter goes (inside models/), per base model.
+ADAPTER_DIRS = {"smollm2-135m": "planner_smollm2"}
+RECORD = "planner.json"
+
+
+def encode_dialogue(tokenizer, prompt, dialogue, bos: list[int]) -> tuple[list[int], list[int]]:
+    """(input ids, target flags): the dialogue as the scorer sees its last step, each step's
+    option tokens flagged. The history inside the query is encoded step by step, as
+    ``prefix + query + option`` are at scoring time (option tokens never depend on context)."""
+    def enc(text: str) -> list[int]:
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
+
+    ids = bos + enc(prompt.prefix())
+    flags = [0] * len(ids)
+    pairs = prompt.dialogue(dialogue.instruction, dialogue.steps, dialogue.scene)
+    done_text = ""
+    for query, option in pairs:
+        new = query[len(done_text):] if query.startswith(done_text) else query
+        head = enc(new)
+        ids += head
+        flags += [0] * len(head)
+        opt = enc(option)
+        ids += opt
+        flags += [1] * len(opt)
+        done_text = query + option
+    return ids, flags
+
+
+def _batches(examples, batch_size: int, rng: random.Random):
+    """Batches of similar length (little padding), in a seeded random order."""
+    order = list(range(len(examples)))
+    rng.shuffle(order)
+    chunk = batch_size * 32
+    batches = []
+    for start in range(0, len(order), chunk):
+        part = sorted(order[start:start + chunk], key=lambda i: len(examples[i][0]))
+        batches += [part[i:i + batch_size] for i in range(0, len(part), batch_size)]
+    rng.shuffle(batches)
+    return batches
+
+
+def _collate(examples, index, pad_id: int):
+    width = max(len(examples[i][0]) for i in index)
+    ids = torch.full((len(index), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(index), width), dtype=torch.long)
+    flags = torch.zeros((len(index), width), dtype=torch.bool)
+    for row, i in enumerate(index):
+        seq, flag = examples[i]
+        ids[row, :len(seq)] = torch.tensor(seq)
+        mask[row, :len(seq)] = 1
+        flags[row, :len(seq)] = torch.tensor(flag, dtype=torch.bool)
+    return ids, mask, flags
+
+
+def option_loss(causal_lm, ids, mask, flags):
+    """(mean cross-entropy, correct top-1 count, count) over the flagged tokens; logits are
+    computed only where a flagged token is predicted (the vocabulary projection is costly)."""
+    hidden = causal_lm.model(input_ids=ids, attention_mask=mask).last_hidden_state
+    predict = flags[:, 1:]                       # token t+1 is predicted from position t
+    rows = hidden[:, :-1][predict]
+    logits = causal_lm.lm_head(rows).float()
+    targets = ids[:, 1:][predict]
+    loss = torch.nn.functional.cross_entropy(logits, targets)
+    correct = int((logits.argmax(-1) == targets).sum())
+    return loss, correct, int(targets.numel())
+
+
+def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
+                  progress: bool = True) -> dict:
+    """Train the adapter; returns the record (also written beside it)."""
+    from peft import LoraConfig, get_peft_model
+
+    from saycan_ros.config import config_dir
+    from saycan_ros.learning.planner_data import (DATA_VERSION, PlanDataGenerator,
+                                                  load_lexicon, heldout_instructions)
+    from saycan_ros.llm.models import load_causal_lm
+    from saycan_ros.llm.transformers_backend import leading_special_ids
+    from saycan_ros.prompt import load_prompt
+    from saycan_ros.stack import load_vocabulary
+
+    cfg = with_overrides(PlannerAdapterConfig.load(config_path), overrides)
+    precision = resolve_precision(cfg.train.precision)
+    torch.set_num_threads(cfg.train.threads)
+    out = Path(out) if out else models_dir() / ADAPTER_DIRS.get(cfg.base_model, "planner_adapter")
+    started = time.perf_counter()
+
+    vocabulary = load_vocabulary()
+    prompt = load_prompt(cfg.prompt)
+    prompt.check_against(vocabulary.skills)
+    lexicon = load_lexicon(vocabulary.kitchen,
+                           languages_path=None if cfg.data.languages else False)
+    generator = PlanDataGenerator(vocabulary.kitchen, vocabulary.skills, lexicon,
+                                  seed=seed + cfg.data.seed_offset,
+                                  exclude=heldout_instructions(config_dir(), vocabulary.kitchen))
+    with tqdm(total=cfg.data.dialogues, desc="planner dialogues", disable=not progress) as bar:
+        dialogues = generator.dialogues(cfg.data.dialogues, progress=bar)
+
+    torch.manual_seed(seed)
+    model, tokenizer, _ = load_causal_lm(cfg.base_model, "float32")
+    bos = leading_special_ids(tokenizer)
+    examples = [encode_dialogue(tokenizer, prompt, d, bos) for d in dialogues]
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+    lora = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
+                      target_modules=list(cfg.lora.target_modules), task_type="CAUSAL_LM")
+    torch.manual_seed(seed)
+    peft_model = get_peft_model(model, lora)
+    causal_lm = peft_model.base_model.model
+    params = [p for p in peft_model.parameters() if p.requires_grad]
+    optimiser = torch.optim.AdamW(params, lr=cfg.train.lr, weight_decay=cfg.train.weight_decay)
+    rng = random.Random(seed)
+    schedule = [b for _ in range(cfg.train.epochs) for b in _batches(examples, cfg.train.batch_size, rng)]
+    total = len(schedule)
+    peft_model.train()
+    losses, tokens = [], 0
+    bar = tqdm(schedule, desc="train planner", unit="batch", disable=not progress)
+    for step, index in enumerate(bar):
+        for group in optimiser.param_groups:
+            group["lr"] = cfg.train.lr * cosine_lr(step, total, cfg.train.warmup)
+        ids, mask, flags = _collate(examples, index, pad_id)
+        with autocast(precision):
+            loss, _, _ = option_loss(causal_lm, ids, mask, flags)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        optimiser.step()
+        optimiser.zero_grad(set_to_none=True)
+        losses.append(loss.item())
+        tokens += int(mask.sum())
+        bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3f}")
+    train_seconds = time.perf_counter() - started
+
+    # held out: dialogues of another generator seed, top-1 of each option token (teacher forced)
+    peft_model.eval()
+    held = PlanDataGenerator(vocabulary.kitchen, vocabulary.skills, lexicon,
+                             seed=seed + cfg.data.seed_offset + 1_000_003,
+                             exclude=heldout_instructions(config_dir(), vocabulary.kitchen))
+    held_examples = [encode_dialogue(tokenizer, prompt, d, bos) for d in held.dialogues(100)]
+    correct = count = 0
+    held_loss = 0.0
+    with torch.no_grad(), autocast(precision):
+        for index in _batches(held_examples, cfg.train.batch_size, random.Random(0)):
+            loss, c, n = option_loss(causal_lm, *_collate(held_examples, index, pad_id))
+            held_loss += float(loss) * n
+            correct, count = correct + c, count + n
+
+    out.mkdir(parents=True, exist_ok=True)
+    for p in params:                      # bf16 on disk halves the adapter; merged in fp32
+        p.data = p.data.to(torch.bfloat16)
+    peft_model.save_pretrained(str(out))
+    (out / "README.md").unlink(missing_ok=True)     # peft's empty model card template
+    record = {
+        "kind": "planner_adapter", "base_model": cfg.base_model, "prompt": cfg.prompt,
+        "seed": seed, "data_version": DATA_VERSION, "config": to_dict(cfg),
+        "precision": precision, "host": training_host(cfg.train.threads),
+        "dialogues": len(dialogues),
+        "families": dict(Counter(d.family for d in dialogues)),
+        "languages": dict(Counter(d.language for d in dialogues)),
+        "metrics": {"steps": total, "train_tokens": tokens,
+                    "final_loss": round(sum(losses[-20:]) / max(1, len(losses[-20:])), 4),
+                    "first_loss": round(sum(losses[:20]) / max(1, len(losses[:20])), 4),
+                    "held_out_loss": round(held_loss / max(1, count), 4),
+                    "held_out_token_accuracy": round(correct / max(1, count), 4),
+                    "seconds": round(train_seconds, 1)},
+        "trained_at": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    (out / RECORD).write_text(json.dumps(record, indent=1), encoding="utf-8")
+    return record

@@ -1,0 +1,253 @@
+"""The planner adapter: its synthetic dialogues, the scene line, the no-overlap rule with the test
+sets, seeded training, loading and scoring, and a real-model run on long-horizon dev tasks."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from saycan_ros.learning.planner_data import (PlanDataGenerator, load_lexicon, normalise,
+                                              heldout_instructions)
+from saycan_ros.planning.scene import scene_line, scene_of
+from saycan_ros.prompt import load_prompt
+from saycan_ros.tasks import TaskInit, load_tasks
+from saycan_ros.world import SymbolicWorld
+
+CONFIG = Path(__file__).resolve().parent.parent / "config"
+MODELS = Path(__file__).resolve().parent.parent / "models"
+
+
+@pytest.fixture(scope="module")
+def lexicon(kitchen):
+    return load_lexicon(kitchen)
+
+
+@pytest.fixture(scope="module")
+def corpus(kitchen, skills, lexicon):
+    """The training set of the shipped adapter's configuration (seed 0)."""
+    from saycan_ros.learning.configuration_planner import PlannerAdapterConfig
+    cfg = PlannerAdapterConfig.load()
+    record = MODELS / "planner_smollm2" / "planner.json"
+    n = json.loads(record.read_text())["dialogues"] if record.is_file() else cfg.data.dialogues
+    languages = (json.loads(record.read_text())["config"]["data"]["languages"]
+                 if record.is_file() else cfg.data.languages)
+    lex = lexicon if languages else load_lexicon(kitchen, languages_path=False)
+    gen = PlanDataGenerator(kitchen, skills, lex, seed=cfg.data.seed_offset,
+                            exclude=heldout_instructions(CONFIG, kitchen))
+    return gen.dialogues(n)
+
+
+# -- the dialogues -------------------------------------------------------------------------------
+def test_every_generated_plan_replays_to_its_goal(kitchen, skills, corpus):
+    for d in corpus[:1500]:
+        world = SymbolicWorld(kitchen, d.init)
+        assert not d.goal.holds(world), d.instruction
+        for step in d.steps:
+            outcome = world.execute(skills.get(step))
+            assert outcome.success, (d.instruction, d.steps, outcome.message)
+        assert d.steps[-1] == skills.terminate.text
+        assert d.goal.holds(world), (d.instruction, d.goal.text, d.steps)
+
+
+def test_generator_covers_every_family_and_varies_the_start(corpus):
+    families = {d.family for d in corpus}
+    assert {"nl_single", "nl_nouns", "nl_verbs", "structured", "embodiment", "crowd",
+            "long_horizon", "negation", "counting"} <= families
+    assert sum(d.init.holding is not None for d in corpus) > len(corpus) // 20
+    assert sum(bool(d.init.absent) for d in corpus) > len(corpus) // 20
+    assert max(len(d.steps) for d in corpus) >= 13          # several objects in one plan
+
+
+def test_same_seed_same_dialogues(kitchen, skills, lexicon):
+    a = PlanDataGenerator(kitchen, skills, lexicon, seed=5).dialogues(50)
+    b = PlanDataGenerator(kitchen, skills, lexicon, seed=5).dialogues(50)
+    c = PlanDataGenerator(kitchen, skills, lexicon, seed=6).dialogues(50)
+    assert [(d.instruction, d.steps) for d in a] == [(d.instruction, d.steps) for d in b]
+    assert [(d.instruction, d.steps) for d in a] != [(d.instruction, d.steps) for d in c]
+
+
+def test_no_test_instruction_in_any_prompt_pool_or_corpus(kitchen, corpus):
+    tests = {normalise(t) for t in heldout_instructions(CONFIG, kitchen)}
+    assert len(tests) > 100
+    seen: dict[str, set[str]] = {}
+    for name in ("prompt.yaml", "prompt_cot.yaml", "prompt_adapter.yaml"):
+        data = yaml.safe_load((CONFIG / name).read_text(encoding="utf-8"))
+        seen[name] = {normalise(e["instruction"]) for e in data.get("examples") or []}
+    pool = yaml.safe_load((CONFIG / "planner_pool.yaml").read_text(encoding="utf-8"))
+    seen["planner_pool.yaml"] = {normalise(e["instruction"]) for e in pool["pool"]}
+    seen["training corpus"] = {normalise(d.instruction) for d in corpus}
+    for where, texts in seen.items():
+        assert not texts & tests, (where, sorted(texts & tests))
+
+
+def test_normalise_keeps_letters_of_every_script():
+    assert normalise("Bring me a Coke!") == "bring me a coke"
+    assert normalise("给我拿一个苹果。") == "给我拿一个苹果"          # not an empty string
+    assert normalise("Tráeme una manzana, por favor.") == "tráeme una manzana por favor"
+
+
+# -- the scene line ------------------------------------------------------------------------------
+def test_scene_line_names_place_hand_and_objects(kitchen):
+    line = scene_line(kitchen, "table", "apple", {"sponge": "close counter", "orange": "table"})
+    assert line == ("Scene: robot at the table, holding the apple. close counter: sponge. "
+                    "table: orange.")
+    world = SymbolicWorld(kitchen, TaskInit(robot_at="user", holding="sponge", absent=("apple",)))
+    line = scene_of(kitchen, world.snapshot())
+    assert line.startswith("Scene: robot at the user, holding the sponge.")
+    assert "apple" not in line and "sponge" not in line.split("holding the sponge.")[1]
+
+
+def test_the_scene_is_shown_only_where_the_prompt_asks(kitchen):
+    from saycan_ros.language import LanguageScorer
+
+    class Recorder:
+        name = "recorder"
+
+        def option_logprobs(self, prefix, query, options):
+            self.query = query
+            return [0.0] * len(options)
+
+    scene = "Scene: robot at the table, holding nothing."
+    for name, shown in (("prompt_adapter.yaml", True), ("prompt.yaml", False)):
+        backend = Recorder()
+        LanguageScorer(backend, load_prompt(name)).score("Bring me a coke.", ["find a coke can"],
+                                                         ["done"], scene=scene)
+        assert (scene in backend.query) is shown, name
+        assert backend.query.endswith("1. find a coke can\n2.")
+
+
+def test_planner_reads_the_scene_once_when_the_plan_starts(kitchen, skills):
+    from saycan_ros.planner import Planner, make_strategy
+    from saycan_ros.local import WorldExecutor
+    import numpy as np
+
+    class Scripted:
+        def __init__(self):
+            self.scenes = []
+
+        def score(self, instruction, history, texts, min_state_revision=0, scene=""):
+            self.scenes.append(scene)
+            want = "done" if history else "go to the table"
+            p = np.array([1.0 if t == want else 0.0 for t in texts])
+            return p, p
+
+    world = SymbolicWorld(kitchen, TaskInit(robot_at="user"))
+    language = Scripted()
+    strategy = make_strategy("no_vf", language, None)
+    planner = Planner(skills, strategy, WorldExecutor(world, skills),
+                      describe=lambda: scene_of(kitchen, world.snapshot()))
+    result = planner.run("Go to the table.")
+    assert result.state == "succeeded"
+    assert len(language.scenes) == 2 and language.scenes[0] == language.scenes[1]
+    assert language.scenes[0].startswith("Scene: robot at the user")
+
+
+# -- training and the shipped adapter ----------------------------------------------------------
+def _tiny_train(tmp_path, seed, name):
+    from saycan_ros.learning.train_planner import train_planner
+    out = tmp_path / name
+    train_planner(seed=seed, out=out, progress=False,
+                  overrides={"data.dialogues": 4, "train.batch_size": 2, "data.languages": False})
+    return out
+
+
+@pytest.mark.timeout(600)
+def test_train_planner_reproduces_from_a_seed(tmp_path):
+    from safetensors.torch import load_file
+    a = load_file(str(_tiny_train(tmp_path, 0, "a") / "adapter_model.safetensors"))
+    b = load_file(str(_tiny_train(tmp_path, 0, "b") / "adapter_model.safetensors"))
+    c = load_file(str(_tiny_train(tmp_path, 1, "c") / "adapter_model.safetensors"))
+    assert a.keys() == b.keys() and len(a) > 10
+    assert all(bool((a[k] == b[k]).all()) for k in a)
+    assert not all(bool((a[k] == c[k]).all()) for k in a)
+    record = json.loads((tmp_path / "a" / "planner.json").read_text())
+    assert record["seed"] == 0 and record["dialogues"] == 4
+    assert {"cpu", "cpu_capability", "torch"} <= set(record["host"])
+    assert record["data_version"] >= 1 and "held_out_token_accuracy" in record["metrics"]
+
+
+needs_adapter = pytest.mark.skipif(not (MODELS / "planner_smollm2" / "adapter_config.json").is_file(),
+                                   reason="models/planner_smollm2 not trained")
+
+
+@pytest.fixture(scope="module")
+def adapted_scorer():
+    from saycan_ros.stack import load_vocabulary, make_language_scorer
+    vocabulary = load_vocabulary()
+    return vocabulary, make_language_scorer({"model": "smollm2-135m", "adapter": "auto"},
+                                            vocabulary.prompt)
+
+
+@needs_adapter
+def test_the_adapter_loads_and_scores(adapted_scorer):
+    vocabulary, scorer = adapted_scorer
+    assert scorer.uses_scene and "+planner_smollm2" in scorer.backend.name
+    world = SymbolicWorld(vocabulary.kitchen, TaskInit(robot_at="table"))
+    probs, raw = scorer.score("Throw away the coke can.", ["find a coke can",
+                                                            "pick up the coke can"],
+                              vocabulary.skills.texts, scene=scene_of(vocabulary.kitchen, world))
+    best = vocabulary.skills.texts[int(probs.argmax())]
+    assert abs(probs.sum() - 1) < 1e-6 and best == "go to the trash can", best
+
+
+@needs_adapter
+def test_adapter_none_is_the_frozen_model_with_its_few_shot_prompt():
+    from saycan_ros.stack import backend_config, resolve_adapter
+    assert resolve_adapter("smollm2-135m", "none") is None
+    assert "adapter" not in backend_config({"model": "smollm2-135m", "adapter": "none"})
+    assert resolve_adapter("gemma3-270m", "auto") is None        # no adapter for that model
+    with pytest.raises(ValueError, match="not a LoRA adapter"):
+        resolve_adapter("smollm2-135m", "/nonexistent")
+
+
+@needs_adapter
+def test_real_model_plans_three_long_horizon_dev_tasks(adapted_scorer):
+    from saycan_ros.affordance import load_affordance
+    from saycan_ros.evaluation import evaluate
+    vocabulary, scorer = adapted_scorer
+    tasks = {t.id: t for t in load_tasks(CONFIG / "tasks_dev.yaml", vocabulary.kitchen)}
+    chosen = [tasks[i] for i in ("d127", "d128", "d135")]
+    assert all(t.family == "long_horizon" for t in chosen)
+    report = evaluate(chosen, kitchen=vocabulary.kitchen, skills=vocabulary.skills,
+                      language_scorer=scorer, affordance_scorer=load_affordance(),
+                      progress=False)
+    failed = [(o.task.id, o.result.plan) for o in report.outcomes if not o.plan_success]
+    assert not failed, failed
+
+
+# -- the prior correction ----------------------------------------------------------------------
+def test_prior_correction_math():
+    import numpy as np
+    from saycan_ros.planning.calibration import prior_corrected
+    raw, prior = np.log([0.6, 0.3, 0.1]), np.log([0.8, 0.1, 0.1])
+    assert np.allclose(prior_corrected(raw, prior, 0.0), raw)
+    pmi = prior_corrected(raw, prior, 1.0)
+    assert np.allclose(pmi, np.log([0.75, 3.0, 1.0]))          # p / p_prior
+    assert int(np.argmax(pmi)) == 1                              # the prior's favourite drops
+    with pytest.raises(ValueError):
+        prior_corrected(raw, prior, 1.5)
+    with pytest.raises(ValueError):
+        prior_corrected(raw, prior[:2], 0.5)
+
+
+def test_scorer_divides_out_the_content_free_prior():
+    import numpy as np
+    from saycan_ros.language import LanguageScorer
+    from saycan_ros.planning.calibration import CONTENT_FREE
+
+    class Table:
+        name = "table"
+
+        def option_logprobs(self, prefix, query, options):
+            if f"Human: {CONTENT_FREE}\n" in query:
+                return np.log([0.9, 0.05, 0.05])
+            return np.log([0.5, 0.4, 0.1])
+
+    prompt = load_prompt("prompt.yaml")
+    skills = ["bring it to you", "go to the trash can", "done"]
+    plain, _ = LanguageScorer(Table(), prompt).score("Throw it away.", [], skills)
+    pmi, raw = LanguageScorer(Table(), prompt, prior_weight=1.0).score("Throw it away.", [], skills)
+    assert int(np.argmax(plain)) == 0 and int(np.argmax(pmi)) == 1
+    assert np.allclose(raw, np.log([0.5 / 0.9, 0.4 / 0.05, 0.1 / 0.05]))
