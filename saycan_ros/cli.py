@@ -48,7 +48,22 @@ def node_params(args) -> dict:
             "planner": {"strategy": args.strategy, "max_steps": args.max_steps}}
 
 
+def _bad_llm_options(args, command: str) -> str:
+    """One line naming a bad --adapter / --prior-weight, or "" (checked before any model loads)."""
+    from saycan_ros.stack import resolve_adapter
+    if not 0.0 <= args.prior_weight <= 1.0:
+        return f"saycan {command}: --prior-weight must be in [0, 1], got {args.prior_weight:g}"
+    try:
+        resolve_adapter(args.model, args.adapter)
+    except ValueError as exc:
+        return f"saycan {command}: {exc}"
+    return ""
+
+
 def cmd_run(args) -> int:
+    if _bad_llm_options(args, "run"):
+        print(_bad_llm_options(args, "run"), file=sys.stderr)
+        return 2
     from saycan_ros import graph
     from saycan_ros.commander import SayCanCommander
     from saycan_ros.tasks import TaskError, check_instruction
@@ -129,6 +144,9 @@ def cmd_run(args) -> int:
 
 # -- eval ----------------------------------------------------------------------------------------
 def cmd_eval(args) -> int:
+    if _bad_llm_options(args, "eval"):
+        print(_bad_llm_options(args, "eval"), file=sys.stderr)
+        return 2
     from saycan_ros.stack import load_vocabulary
     from saycan_ros.tasks import TaskError, load_tasks
 

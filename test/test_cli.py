@@ -70,3 +70,12 @@ def test_eval_reports_a_bad_task_file_without_a_traceback(tmp_path):
 def test_the_public_task_file_is_found_by_name(tmp_path):
     from saycan_ros.config import resolve_config
     assert Path(resolve_config("tasks.yaml", "tasks.yaml")).is_file()
+
+
+@pytest.mark.parametrize("argv, reason", [
+    (["eval", "--adapter", "/nonexistent"], "not a LoRA adapter folder"),
+    (["run", "Bring me a coke.", "--prior-weight", "3"], "--prior-weight must be in [0, 1]"),
+])
+def test_bad_language_model_options_are_one_line_before_any_model_loads(tmp_path, argv, reason):
+    proc = saycan(*argv, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2 and reason in proc.stderr and "Traceback" not in proc.stderr
