@@ -101,13 +101,32 @@ class ConstantAffordance(AffordanceModel):
         return values, values.copy()
 
 
-#: Affordance model types by name; learned models register themselves here too.
-AFFORDANCE_MODELS: dict[str, Callable[..., AffordanceModel]] = {
+#: Every affordance model type by name: a class, or ``"module:Class"`` imported on first use
+#: (the path planner and the value network stay unloaded until a configuration names them).
+#: The one table: nothing registers itself on import, so every process (an eval worker
+#: included) knows every type.
+AFFORDANCE_MODELS: dict[str, Callable[..., AffordanceModel] | str] = {
     "distance": DistanceAffordance,
     "symbolic_pick": SymbolicPickAffordance,
     "holding": HoldingAffordance,
     "constant": ConstantAffordance,
+    "path_distance": "saycan_ros.nav_affordance:PathDistanceAffordance",
+    "learned_pick": "saycan_ros.learned_affordance:LearnedPickAffordance",
 }
+
+
+def affordance_model_type(name: str) -> Callable[..., AffordanceModel]:
+    """The class of affordance model type ``name`` (imported if the table holds its path)."""
+    try:
+        entry = AFFORDANCE_MODELS[name]
+    except (KeyError, TypeError):
+        raise ConfigError(f"unknown affordance model {name!r}; known: "
+                          f"{', '.join(AFFORDANCE_MODELS)}") from None
+    if isinstance(entry, str):
+        import importlib
+        module, _, attr = entry.partition(":")
+        entry = getattr(importlib.import_module(module), attr)
+    return entry
 
 
 def make_affordance_model(spec: Mapping) -> AffordanceModel:
@@ -115,11 +134,7 @@ def make_affordance_model(spec: Mapping) -> AffordanceModel:
     if not isinstance(spec, Mapping) or "type" not in spec:
         raise ConfigError(f"affordance model spec needs a 'type', got {spec!r}")
     params = {k: v for k, v in spec.items() if k != "type"}
-    try:
-        factory = AFFORDANCE_MODELS[spec["type"]]
-    except KeyError:
-        raise ConfigError(f"unknown affordance model {spec['type']!r}; known: "
-                          f"{', '.join(AFFORDANCE_MODELS)}") from None
+    factory = affordance_model_type(spec["type"])
     try:
         return factory(**params)
     except TypeError as exc:

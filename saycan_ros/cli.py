@@ -39,25 +39,25 @@ def _print_status(msg) -> None:
 
 
 def node_params(args) -> dict:
-    llm = {"backend": args.backend, "model": args.model, "threads": args.threads,
-           "adapter": args.adapter, "prior_weight": args.prior_weight}
-    if args.base_url:
-        llm["base_url"] = args.base_url
-    return {"llm_scorer": llm,
+    from saycan_ros.llm.config import LLMConfig
+    return {"llm_scorer": LLMConfig.from_args(args).params(),
             "skill_executor": {"world": args.world, "seed": args.seed},
             "planner": {"strategy": args.strategy, "max_steps": args.max_steps}}
 
 
 def _bad_llm_options(args, command: str) -> str:
-    """One line naming a bad --adapter / --prior-weight, or "" (checked before any model loads)."""
-    from saycan_ros.stack import resolve_adapter
-    if not 0.0 <= args.prior_weight <= 1.0:
-        return f"saycan {command}: --prior-weight must be in [0, 1], got {args.prior_weight:g}"
+    """One line naming the first bad language-model flag (--adapter, --prior-weight,
+    --retrieve, --backend openai without --base-url ...), or "" (checked before any model
+    loads)."""
+    from saycan_ros.llm.config import LLMConfig, LLMConfigError
     try:
-        resolve_adapter(args.model, args.adapter)
-    except ValueError as exc:
-        return f"saycan {command}: {exc}"
-    return ""
+        problems = LLMConfig.from_args(args).problems(check_adapter=True)
+    except LLMConfigError as exc:
+        problems = [(exc.field, exc.text)]
+    if not problems:
+        return ""
+    name, text = problems[0]
+    return f"saycan {command}: {LLMConfig.flag(name)} {text}"
 
 
 def cmd_run(args) -> int:
@@ -68,12 +68,28 @@ def cmd_run(args) -> int:
     from saycan_ros.commander import SayCanCommander
     from saycan_ros.tasks import TaskError, check_instruction
 
+    from saycan_ros.kitchen import load_kitchen
+    from saycan_ros.strategies.registry import node_strategy_names
+    from saycan_ros.tasks import TaskInit
+    # everything the user typed is checked here, before a node starts or a model loads
     try:
         instruction = check_instruction(args.instruction)
-    except TaskError as exc:
-        print(f"saycan run: {exc}", file=sys.stderr)
+        init = json.loads(args.init) if args.init else None
+        if init is not None:
+            TaskInit.from_mapping(init, load_kitchen())
+    except json.JSONDecodeError as exc:
+        print(f"saycan run: --init is not JSON ({exc.msg} at character {exc.pos})",
+              file=sys.stderr)
         return 2
-    init = json.loads(args.init) if args.init else None
+    except TaskError as exc:
+        print(f"saycan run: {'--init: ' if args.init and 'init' not in str(exc) else ''}{exc}",
+              file=sys.stderr)
+        return 2
+    if args.strategy not in node_strategy_names():
+        print(f"saycan run: --strategy {args.strategy!r} does not run in the planner node; "
+              f"it runs {', '.join(node_strategy_names())} (the others: saycan eval)",
+              file=sys.stderr)
+        return 2
     params = node_params(args)
     graph.init_rclpy()
     procs, in_process, own_executor, commander = [], None, None, None
@@ -157,11 +173,16 @@ def cmd_eval(args) -> int:
         print(f"saycan eval: {exc}", file=sys.stderr)
         return 2
     if args.families:
-        wanted = set(args.families.split(","))
+        wanted = {f.strip() for f in args.families.split(",") if f.strip()}
+        unknown = sorted(wanted - {t.family for t in tasks})
+        if unknown:
+            print(f"saycan eval: --families {', '.join(unknown)}: not in {args.tasks} (it has "
+                  f"{', '.join(sorted({t.family for t in tasks}))})", file=sys.stderr)
+            return 2
         tasks = [t for t in tasks if t.family in wanted]
     if args.limit:
         tasks = tasks[:args.limit]
-    from saycan_ros.planner import strategy_names
+    from saycan_ros.strategies.registry import strategy_names
     strategies = [x.strip() for x in (args.strategies or args.strategy).split(",") if x.strip()]
     unknown = [x for x in strategies if x not in strategy_names()]
     if unknown or not strategies:
@@ -193,8 +214,9 @@ def cmd_eval(args) -> int:
               f"{world_options['graph'].domain_id}, logs {world_options['graph'].log_dir}); "
               f"affordances {affordance_file or 'affordance.yaml'}", file=sys.stderr)
     from saycan_ros.eval_runner import EvalJob, run_jobs
-    llm = {"backend": args.backend, "base_url": args.base_url, "threads": args.threads,
-           "adapter": args.adapter, "prior_weight": args.prior_weight}
+    from saycan_ros.llm.config import LLMConfig
+    llm = LLMConfig.from_args(args).params()
+    del llm["model"]              # one job per model (--llm)
     if max_failures is None:      # the symbolic world is deterministic: a retry changes nothing
         max_failures = 0 if args.executor == "oracle" else 2
     jobs = [EvalJob(model, strategy, llm, affordance_file or "", args.max_steps, args.executor,
@@ -239,7 +261,8 @@ def cmd_bench(args) -> int:
     if args.what == "scoring":
         from saycan_ros.bench_scoring import format_scoring_result, run_scoring_bench
         from saycan_ros.planning.scene import scene_of
-        from saycan_ros.stack import adapter_prompt, load_vocabulary, resolve_adapter
+        from saycan_ros.llm.config import resolve_adapter
+        from saycan_ros.stack import adapter_prompt, load_vocabulary
         from saycan_ros.world import SymbolicWorld
         vocabulary = load_vocabulary()
         prompt, backend = vocabulary.prompt, None
@@ -280,26 +303,15 @@ def cmd_sim(args) -> int:
 
 # -- parser --------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    from saycan_ros.stack import DEFAULT_MODEL
+    from saycan_ros.llm.config import DEFAULT_MODEL, LLMConfig
     parser = argparse.ArgumentParser(prog="saycan", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
     def model_args(p):
-        p.add_argument("--model", default=DEFAULT_MODEL,
-                       help="gemma3-270m | smollm2-135m | HF folder | .gguf file | server model")
-        p.add_argument("--backend", default="transformers", choices=["transformers", "openai"])
-        p.add_argument("--adapter", default="none",
-                       help="planner adapter: none (the frozen model), auto (the shipped one "
-                            "for the model, e.g. models/planner_smollm2), or a folder")
-        p.add_argument("--prior-weight", type=float, default=0.0,
-                       help="divide out this much of each skill's probability under a "
-                            "content-free instruction (0 = plain SayCan scoring, 1 = PMI)")
-        p.add_argument("--base-url", default="", help="openai back end: server URL")
+        LLMConfig.add_arguments(p)          # --model, --backend, --adapter, --threads, ...
         p.add_argument("--strategy", default="saycan", help="saycan | no_vf (comma list in eval)")
         p.add_argument("--max-steps", type=int, default=20)
-        p.add_argument("--threads", type=int, default=0,
-                       help="torch threads for the model (0 = torch's default)")
 
     run = sub.add_parser("run", help="plan and execute one instruction on the kitchen")
     run.add_argument("instruction")
@@ -361,7 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.set_defaults(func=cmd_bench)
 
     from saycan_ros.learning.cli import register_cli as register_learning
-    register_learning(sub)          # train bc|value, eval-value, and eval-skill pick
+    register_learning(sub)          # train bc|value|planner, eval-value
     from saycan_ros.skills_eval_cli import register_cli as register_eval_skill
     register_eval_skill(sub)
 

@@ -51,12 +51,20 @@ def resolve_config(path: str | Path | None, default_name: str) -> Path:
     raise ConfigError(f"configuration file not found: {path}")
 
 
+def read_text(path: str | Path) -> str:
+    """A text file's contents; a file that is not UTF-8 is a ConfigError naming the byte."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at "
+                          f"offset {exc.start})") from None
+
+
 def load_yaml(path: str | Path | None, default_name: str) -> tuple[Any, str]:
     """Read a YAML file; returns (data, source name). Errors name the file and position."""
     resolved = resolve_config(path, default_name)
     try:
-        with open(resolved, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle)
+        data = yaml.safe_load(read_text(resolved))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{resolved}: invalid YAML: {exc}") from None
     if not isinstance(data, dict):

@@ -14,8 +14,7 @@ from typing import Sequence
 import cv2
 import numpy as np
 
-from saycan_ros.sim import EE_VIEW_SIZE
-from saycan_ros.sim.camera import CameraMount, base_from_optical, view_focal
+from saycan_ros.robot.cameras import EE_VIEW_SIZE, CameraMount, base_from_optical, view_focal
 
 NEAR_M = 0.05
 

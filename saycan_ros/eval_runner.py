@@ -29,11 +29,6 @@ class EvalJob:
     max_failures: int = 0
 
 
-#: Rough relative cost per task, to start the longest jobs first when running in parallel.
-_COST = {"generative": 4, "llm_planner": 3, "saycan_cot": 3, "saycan": 2, "no_vf": 2,
-         "bc_nl": 1, "bc_use": 0}
-
-
 def strategy_resources(vocabulary, scorer, seed: int):
     """What the non-scoring strategies use: the scorer's back end as text generator, MiniLM
     sentence embeddings, the shipped BC pick policy (each loaded only when first used)."""
@@ -86,6 +81,13 @@ def _worker(job: EvalJob, tasks, start: int) -> EvalReport:
     return _evaluate(chunk_job, tasks, vocabulary, scorer, resources, progress=False)
 
 
+def _cost(strategy: str) -> int:
+    """Relative cost per task (the registry's), to start the longest jobs first."""
+    from saycan_ros.strategies.registry import STRATEGIES
+    spec = STRATEGIES.get(strategy)
+    return spec.cost if spec else 2
+
+
 def task_chunks(n_tasks: int, workers: int, chunks_per_job: int = 0) -> list[tuple[int, int]]:
     """[start, stop) ranges cutting ``n_tasks`` into about ``2 * workers`` chunks (at least
     one task each): small enough to balance the workers, large enough that the per-chunk
@@ -116,7 +118,7 @@ def run_jobs(jobs: Sequence[EvalJob], tasks, vocabulary, *, workers: int = 1,
     models = list(dict.fromkeys(j.model for j in jobs))
     units = sorted(((i, a, b) for i in range(len(jobs)) for a, b in chunks),
                    key=lambda u: (models.index(jobs[u[0]].model),
-                                  -_COST.get(jobs[u[0]].strategy, 2), u[1]))
+                                  -_cost(jobs[u[0]].strategy), u[1]))
     parts: dict[int, dict[int, EvalReport]] = {i: {} for i in range(len(jobs))}
     reports: dict[int, EvalReport] = {}
     with ProcessPoolExecutor(max_workers=workers,

@@ -19,7 +19,8 @@ from tqdm import tqdm
 from saycan_ros.affordance import AffordanceScorer
 from saycan_ros.kitchen import Kitchen
 from saycan_ros.local import LocalAffordance, LocalLanguage, WorldExecutor
-from saycan_ros.planner import Planner, PlanResult, make_strategy
+from saycan_ros.planner import Planner, PlanResult
+from saycan_ros.strategies.registry import make_strategy
 from saycan_ros.planning.scene import scene_of
 from saycan_ros.skills import SkillSet
 from saycan_ros.tasks import Task

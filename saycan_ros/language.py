@@ -6,12 +6,13 @@ paper's normalisation). Nothing is generated and parsed: the options are the ski
 """
 from __future__ import annotations
 
-from typing import Sequence
+import dataclasses
+from typing import Callable, Sequence
 
 import numpy as np
 
 from saycan_ros.planning.calibration import CONTENT_FREE, prior_corrected
-from saycan_ros.prompt import DialoguePrompt
+from saycan_ros.prompt import DialoguePrompt, Example
 
 
 class ScoringError(RuntimeError):
@@ -34,15 +35,32 @@ def normalise_logprobs(raw: np.ndarray) -> np.ndarray:
 class LanguageScorer:
     """Scores candidate skills with a :class:`~saycan_ros.llm.backend.LanguageBackend`."""
 
-    def __init__(self, backend, prompt: DialoguePrompt, prior_weight: float = 0.0):
+    def __init__(self, backend, prompt: DialoguePrompt, prior_weight: float = 0.0,
+                 examples_for: Callable[[str], Sequence[Example]] | None = None):
         """``prior_weight``: how much of each skill's probability under a content-free
         instruction is divided out (:mod:`saycan_ros.planning.calibration`; 0 = none, and
-        one scoring pass a step instead of two)."""
+        one scoring pass a step instead of two). ``examples_for(instruction)``: the few-shot
+        examples for that instruction (retrieved ones, :mod:`saycan_ros.planning.retrieval`),
+        shown after the prompt's own; the prefix is then built, and its KV cache computed, once
+        per instruction."""
         prior_corrected(np.zeros(1), np.zeros(1), prior_weight)      # checks the weight
         self.backend = backend
         self.prompt = prompt
         self.prior_weight = float(prior_weight)
+        self.examples_for = examples_for
         self._prefix = prompt.prefix()
+        self._retrieved: tuple[str, str] = ("", self._prefix)   # (instruction, its prefix)
+
+    def prefix_for(self, instruction: str) -> str:
+        """The prompt prefix the candidates of ``instruction`` are scored after."""
+        if self.examples_for is None:
+            return self._prefix
+        if self._retrieved[0] != instruction:
+            shown = tuple(Example(e.instruction, e.steps, e.scene if self.prompt.scene else "")
+                          for e in self.examples_for(instruction))
+            prompt = dataclasses.replace(self.prompt, examples=self.prompt.examples + shown)
+            self._retrieved = (instruction, prompt.prefix())
+        return self._retrieved[1]
 
     @property
     def uses_scene(self) -> bool:
@@ -58,11 +76,12 @@ class LanguageScorer:
         options = [self.prompt.option(s) for s in skills]
         scene = scene if self.prompt.scene else ""
         try:
+            prefix = self.prefix_for(instruction)
             raw = self.backend.option_logprobs(
-                self._prefix, self.prompt.query(instruction, history, scene), options)
+                prefix, self.prompt.query(instruction, history, scene), options)
             if self.prior_weight > 0:
                 prior = self.backend.option_logprobs(
-                    self._prefix, self.prompt.query(CONTENT_FREE, history, scene), options)
+                    prefix, self.prompt.query(CONTENT_FREE, history, scene), options)
                 raw = prior_corrected(raw, prior, self.prior_weight)
         except ScoringError:
             raise

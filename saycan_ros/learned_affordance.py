@@ -1,6 +1,6 @@
 """The learned pick affordance: the calibrated value function of the BC pick policy
-(``saycan_ros.learning``), registered as ``learned_pick`` in
-:data:`saycan_ros.affordance.AFFORDANCE_MODELS` when this module is imported.
+(``saycan_ros.learning``), listed as ``learned_pick`` in
+:data:`saycan_ros.affordance.AFFORDANCE_MODELS` (imported when a configuration names it).
 
     pick: {type: learned_pick}                       # config/affordance_sim.yaml
     pick: {type: learned_pick, weights: /path/value_pick.pt}
@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from saycan_ros.affordance import AFFORDANCE_MODELS, AffordanceContext, AffordanceModel
+from saycan_ros.affordance import AffordanceContext, AffordanceModel
 from saycan_ros.config import ConfigError
 
 #: The arm's home pose in the pick env's state convention (where skills start after tucking).
@@ -87,5 +87,3 @@ class LearnedPickAffordance(AffordanceModel):
         self.calls += 1
         return self.value.calibration(raw), raw
 
-
-AFFORDANCE_MODELS.setdefault("learned_pick", LearnedPickAffordance)

@@ -10,7 +10,7 @@ The grid is the kitchen's floor plan rasterised like ``/map`` (kitchen_sim's), u
 supplies the map it receives with :meth:`PathDistanceAffordance.set_map`. Plans are cached
 per (start cell, goal), so scoring is deterministic and a batch equals one-by-one calls.
 
-Importing this module registers the type in :data:`saycan_ros.affordance.AFFORDANCE_MODELS`.
+Listed as ``path_distance`` in :data:`saycan_ros.affordance.AFFORDANCE_MODELS`.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import math
 import threading
 
 
-from saycan_ros.affordance import AFFORDANCE_MODELS, DistanceAffordance
+from saycan_ros.affordance import DistanceAffordance
 from saycan_ros.config import ConfigError
 from saycan_ros.nav.grid import CostMap, CostParams, GlobalPlanner, GridMap, PlanFailure
 
@@ -87,5 +87,3 @@ class PathDistanceAffordance(DistanceAffordance):
     def distance(self, kitchen, start, goal) -> float:  # DistanceAffordance's hook
         return self.path_length(kitchen, start, goal)
 
-
-AFFORDANCE_MODELS["path_distance"] = PathDistanceAffordance

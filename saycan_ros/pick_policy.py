@@ -19,9 +19,8 @@ from typing import Sequence
 
 import numpy as np
 
-from saycan_ros.sim.arm import ArmLimits
+from saycan_ros.robot.arm import MAST, ArmLimits
 from saycan_ros.sim.control import STEP_M, SUBSTEPS
-from saycan_ros.sim.world import MAST
 
 #: Seconds one policy action lasts in the pick env (SUBSTEPS simulator steps of 0.02 s).
 STEP_S = SUBSTEPS * 0.02
@@ -125,6 +124,4 @@ def sim_eval_setup(pick: str = "auto", affordance_file: str = "") -> tuple[str, 
         pick = "learned" if learned_pick_available() else "expert"
     if not affordance_file and pick == "learned" and learned_value_available():
         affordance_file = "affordance_sim.yaml"
-    if affordance_file:
-        import saycan_ros.learned_affordance  # noqa: F401 - registers the learned_pick type
     return pick, affordance_file

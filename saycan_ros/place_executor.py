@@ -25,26 +25,28 @@ from typing import Callable, Sequence
 import numpy as np
 
 from saycan_ros.kitchen import Kitchen, Location
+from saycan_ros.robot.arm import HOME, JOINT_NAMES, MAST, ArmLimits
 
 Pose = tuple[float, float, float]
 
 
+_LIMITS = ArmLimits()
+
+
 @dataclass(frozen=True)
 class ArmModel:
-    """Kinematics of the arm as its robot description gives them (defaults: kitchen_sim's).
-
-    Joints: lift (fingertip height above the floor, m), yaw (rad), extend (reach from the
-    mast, m), gripper (finger opening, m). End effector in base_link:
+    """Kinematics of the arm (:mod:`saycan_ros.robot.arm`; defaults: the robot described
+    there). Joints: lift (fingertip height above the floor, m), yaw (rad), extend (reach from
+    the mast, m), gripper (finger opening, m). End effector in base_link:
     ``(mast_x + extend cos yaw, mast_y + extend sin yaw, lift)``.
     """
-    mast: tuple[float, float] = (0.0, 0.0)
-    lift: tuple[float, float] = (0.35, 1.25)
-    yaw: tuple[float, float] = (-0.7, 0.7)
-    extend: tuple[float, float] = (0.3, 0.95)
-    gripper: tuple[float, float] = (0.0, 0.10)
-    home: tuple[float, float, float] = (1.15, 0.0, 0.4)       # lift, yaw, extend
-    joint_names: tuple[str, str, str, str] = ("arm_lift_joint", "arm_yaw_joint",
-                                              "arm_extend_joint", "gripper_joint")
+    mast: tuple[float, float] = MAST
+    lift: tuple[float, float] = _LIMITS.lift
+    yaw: tuple[float, float] = _LIMITS.yaw
+    extend: tuple[float, float] = _LIMITS.extend
+    gripper: tuple[float, float] = _LIMITS.gripper
+    home: tuple[float, float, float] = HOME[:3]               # lift, yaw, extend
+    joint_names: tuple[str, str, str, str] = JOINT_NAMES
 
     def ee(self, joints: Sequence[float]) -> tuple[float, float, float]:
         lift, yaw, extend = joints[0], joints[1], joints[2]

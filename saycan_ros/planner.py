@@ -8,7 +8,8 @@ The planner talks to three sources through small protocols, so the same loop run
 - executor:   ``execute(skill, timeout_s) -> ExecutionResult``
 
 A :class:`Strategy` turns the two score vectors into a choice (SayCan: their product; No VF: the
-language score alone). Strategies are looked up by name in :data:`STRATEGIES`.
+language score alone). Every strategy is listed, and made by name, in
+:mod:`saycan_ros.strategies.registry`.
 """
 from __future__ import annotations
 
@@ -189,44 +190,6 @@ class NoVFStrategy(Strategy):
             except Exception:  # noqa: BLE001
                 aff = np.full(len(ctx.skills), np.nan)
         return Decision(llm, aff, llm.copy(), ctx.skills[int(np.argmax(llm))])
-
-
-#: Planning strategies by name (``strategy`` parameter, ``saycan eval --strategy``).
-STRATEGIES: dict[str, type[Strategy]] = {
-    SayCanStrategy.name: SayCanStrategy,
-    NoVFStrategy.name: NoVFStrategy,
-}
-
-
-#: Strategies that need more than the two score sources (a text generator, a sentence embedder,
-#: the pick policy: ``resources=StrategyResources(...)``), imported on first use.
-RESOURCE_STRATEGIES: dict[str, str] = {
-    "generative": "saycan_ros.strategies.generative:GenerativeStrategy",
-    "llm_planner": "saycan_ros.strategies.llm_planner:LLMPlannerStrategy",
-    "saycan_cot": "saycan_ros.strategies.chain_of_thought:SayCanCoTStrategy",
-    "bc_use": "saycan_ros.strategies.baselines:BCUseStrategy",
-    "bc_nl": "saycan_ros.strategies.baselines:BCNLStrategy",
-}
-
-
-def strategy_names() -> list[str]:
-    return [*STRATEGIES, *RESOURCE_STRATEGIES]
-
-
-def make_strategy(name: str, language: ScoreSource, affordance: ScoreSource | None,
-                  resources=None, **options) -> Strategy:
-    """A strategy by name; ``resources`` (a StrategyResources) only for RESOURCE_STRATEGIES."""
-    if name in STRATEGIES:
-        return STRATEGIES[name](language, affordance, **options)
-    if name not in RESOURCE_STRATEGIES:
-        raise ValueError(f"unknown strategy {name!r}; known: {', '.join(strategy_names())}")
-    if resources is None:
-        raise ValueError(f"strategy {name!r} needs in-process resources (a text generator, "
-                         "sentence embeddings or the pick policy): use saycan eval")
-    import importlib
-    module, cls = RESOURCE_STRATEGIES[name].split(":")
-    return getattr(importlib.import_module(module), cls)(language, affordance, resources,
-                                                          **options)
 
 
 # -- the loop ----------------------------------------------------------------------------------

@@ -140,8 +140,7 @@ class SkillRegistry:
         return kinds
 
     def affordance_scorer(self, completed_cap: float = 0.0):
-        """An AffordanceScorer with the registry's models (path_distance registered)."""
-        import saycan_ros.nav_affordance  # noqa: F401 - registers path_distance
+        """An AffordanceScorer with the registry's models."""
         from saycan_ros.affordance import AffordanceScorer, make_affordance_model
         return AffordanceScorer({kind: make_affordance_model(spec)
                                  for kind, spec in self.affordance_models().items()},
@@ -155,7 +154,6 @@ def registry_from_dict(data: Mapping, skills: SkillSet | None = None,
     if not isinstance(families, Mapping) or not families:
         raise RegistryError(f"{source}: expected 'families' mapping skill family -> "
                             f"{{executor, affordance}}")
-    import saycan_ros.nav_affordance  # noqa: F401 - registers path_distance
     from saycan_ros.affordance import AFFORDANCE_MODELS
     entries = {}
     for family, spec in families.items():

@@ -34,6 +34,7 @@ import numpy as np
 from saycan_ros.kitchen import Kitchen
 from saycan_ros.skills import SkillSet
 from saycan_ros.solver import MAX_PLAN_SKILLS, right_next_skills
+from saycan_ros.strategies.registry import STRATEGIES
 from saycan_ros.tasks import Task
 from saycan_ros.world import SymbolicWorld
 
@@ -43,10 +44,10 @@ if TYPE_CHECKING:  # the report reads these; it needs nothing else from the eval
 
 #: Attribution categories, in the order the report shows them.
 ATTRIBUTIONS = ("llm", "affordance", "planner", "execution", "unknown")
-#: Strategies whose ``llm`` arrays are the language model's per-skill probabilities.
-SCORING_STRATEGIES = frozenset({"saycan", "no_vf", "saycan_cot"})
-#: Strategies whose ``llm`` arrays are not (one-hot choices, translation similarities).
-NON_SCORING_STRATEGIES = frozenset({"generative", "llm_planner", "bc_use", "bc_nl"})
+#: Strategies whose ``llm`` arrays are the language model's per-skill probabilities, and those
+#: whose arrays are not (one-hot choices, translation similarities): from the registry.
+SCORING_STRATEGIES = frozenset(n for n, s in STRATEGIES.items() if s.scores_skills)
+NON_SCORING_STRATEGIES = frozenset(n for n, s in STRATEGIES.items() if not s.scores_skills)
 #: Per-task cost columns: (cost key, column title, decimals).
 COST_COLUMNS = (("forward_passes", "LM forward passes", 1), ("scored_tokens", "scored tokens", 1),
                 ("generated_tokens", "generated tokens", 1), ("llm_calls", "LM calls", 1),

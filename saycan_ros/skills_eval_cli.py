@@ -32,6 +32,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from saycan_ros.robot.arm import JOINT_NAMES
+
 
 # -- reports ---------------------------------------------------------------------------------------
 @dataclass
@@ -247,9 +249,10 @@ def evaluate_place(episodes: int = 250, seed: int = 0, locations: Sequence[str] 
         world.reset_scene(name, others, holding=target, seed=int(rng.integers(2 ** 31)),
                           pose_noise=(0.03, 0.05))
         if random_arm:     # the arm anywhere above the surface, not only folded home
-            world.command_arm_trajectory([{"arm_lift_joint": rng.uniform(1.0, 1.25),
-                                           "arm_yaw_joint": rng.uniform(-0.6, 0.6),
-                                           "arm_extend_joint": rng.uniform(0.3, 0.8)}])
+            lift, yaw, extend = JOINT_NAMES[:3]
+            world.command_arm_trajectory([{lift: rng.uniform(1.0, 1.25),
+                                           yaw: rng.uniform(-0.6, 0.6),
+                                           extend: rng.uniform(0.3, 0.8)}])
             world.step(150)
         command = place_in_sim(world, controller, control_period, camera=camera)
         if command.success and "least crowded" in command.message:
@@ -273,28 +276,28 @@ def evaluate_place(episodes: int = 250, seed: int = 0, locations: Sequence[str] 
 # -- the CLI ---------------------------------------------------------------------------------------
 @dataclass
 class SkillEvaluator:
+    """``saycan eval-skill <name>``: ``run(args)`` returns a :class:`SkillEvalReport` (anything
+    with ``table()`` and ``summary_line()``); ``add_arguments(parser)`` adds its options, which
+    must not clash with another evaluator's. Either may be a ``"module:function"`` string,
+    imported when needed (the pick evaluator's torch code loads only for ``eval-skill pick``)."""
     name: str
-    run: Callable[[argparse.Namespace], SkillEvalReport] | str   # or "module:function"
-    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None
+    run: Callable[[argparse.Namespace], SkillEvalReport] | str
+    add_arguments: Callable[[argparse.ArgumentParser], None] | str | None = None
     help: str = ""
 
     def resolve(self) -> Callable[[argparse.Namespace], SkillEvalReport]:
-        if isinstance(self.run, str):
-            module, _, attr = self.run.partition(":")
-            self.run = getattr(importlib.import_module(module), attr)
-        return self.run
+        return _resolve(self.run)
+
+    def add_to(self, parser: argparse.ArgumentParser) -> None:
+        if self.add_arguments is not None:
+            _resolve(self.add_arguments)(parser)
 
 
-#: ``saycan eval-skill <name>`` evaluators; pick registers itself here.
-SKILL_EVALUATORS: dict[str, SkillEvaluator] = {}
-
-
-def register_skill_evaluator(name: str, run, add_arguments=None, help: str = "") -> None:
-    """Add (or replace) the evaluator of ``eval-skill <name>``. ``run(args)`` returns a
-    :class:`SkillEvalReport` (anything with ``table()`` and ``summary_line()``); ``run`` may be
-    a ``"module:function"`` string, imported when that skill is evaluated. Options that
-    ``add_arguments(parser)`` adds must not clash with another evaluator's."""
-    SKILL_EVALUATORS[name] = SkillEvaluator(name, run, add_arguments, help)
+def _resolve(entry):
+    if isinstance(entry, str):
+        module, _, attr = entry.partition(":")
+        return getattr(importlib.import_module(module), attr)
+    return entry
 
 
 def _run_navigate(args) -> SkillEvalReport:
@@ -315,9 +318,16 @@ def _progress(args):
     return lambda line: print(line, file=sys.stderr, flush=True)
 
 
-register_skill_evaluator("navigate", _run_navigate,
-                         help="drive to every location from random poses (episodes per location)")
-register_skill_evaluator("place", _run_place, help="put the held object down on a surface")
+#: Every ``saycan eval-skill`` evaluator: one table, complete whatever was imported before.
+SKILL_EVALUATORS: dict[str, SkillEvaluator] = {e.name: e for e in (
+    SkillEvaluator("navigate", _run_navigate,
+                   help="drive to every location from random poses (episodes per location)"),
+    SkillEvaluator("pick", "saycan_ros.learning.cli:run_eval_skill_pick",
+                   "saycan_ros.learning.cli:pick_arguments",
+                   help="the BC pick policy on fresh feasible starts (episodes per object, "
+                        "default 20)"),
+    SkillEvaluator("place", _run_place, help="put the held object down on a surface"),
+)}
 
 
 def cmd_eval_skill(args) -> int:
@@ -351,8 +361,7 @@ def register_cli(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--json", help="write the report to this file")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     for evaluator in SKILL_EVALUATORS.values():
-        if evaluator.add_arguments is not None:
-            evaluator.add_arguments(parser)
+        evaluator.add_to(parser)
     parser.set_defaults(func=cmd_eval_skill)
     return parser
 

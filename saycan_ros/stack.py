@@ -6,58 +6,12 @@ from typing import Any, Mapping
 
 from saycan_ros.kitchen import Kitchen, load_kitchen
 from saycan_ros.language import LanguageScorer
+from saycan_ros.llm.config import DEFAULT_MODEL, LLMConfig
 from saycan_ros.prompt import DialoguePrompt, load_prompt
 from saycan_ros.skills import SkillSet, load_skills
 
-#: The default planning model: of the two shipped offline models, SmolLM2-135M planned better
-#: with config/prompt.yaml and is twice as fast as Gemma-3-270M (README, Results).
-DEFAULT_MODEL = "smollm2-135m"
-TEST_MODEL = "smollm2-135m"
-
-#: Node parameters of the language scorer and which back-end option each one feeds.
-BACKEND_PARAMETERS = {
-    "transformers": {"model": "model", "dtype": "dtype", "threads": "threads",
-                     "adapter": "adapter"},
-    "openai": {"model": "model", "base_url": "base_url", "api_key_env": "api_key_env",
-               "request_timeout_s": "timeout_s"},
-}
-
-
-def backend_config(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The back-end config for ``make_backend`` from flat parameters (node or CLI)."""
-    kind = params.get("backend", "transformers")
-    if kind not in BACKEND_PARAMETERS:
-        raise ValueError(f"unknown backend {kind!r}; known: {', '.join(BACKEND_PARAMETERS)}")
-    config = {"type": kind}
-    for param, option in BACKEND_PARAMETERS[kind].items():
-        value = params.get(param)
-        if value not in (None, "", 0):
-            config[option] = value
-    if kind == "transformers":
-        adapter = resolve_adapter(config.get("model", DEFAULT_MODEL), config.pop("adapter", "none"))
-        if adapter is not None:
-            config["adapter"] = str(adapter)
-    return config
-
-
-def resolve_adapter(model: str, adapter: str = "none"):
-    """The planner adapter folder for ``model``: ``auto`` = the shipped one
-    (models/planner_smollm2 for smollm2-135m) when it is there, ``none`` = no adapter (the
-    frozen model), else ``adapter`` itself, which must be an adapter folder."""
-    from pathlib import Path
-
-    from saycan_ros.learning import models_dir
-    from saycan_ros.learning.train_planner import ADAPTER_DIRS
-    if adapter in ("none", ""):
-        return None
-    if adapter == "auto":
-        name = ADAPTER_DIRS.get(model)
-        path = models_dir() / name if name else None
-        return path if path is not None and (path / "adapter_config.json").is_file() else None
-    path = Path(adapter).expanduser()
-    if not (path / "adapter_config.json").is_file():
-        raise ValueError(f"adapter {adapter!r}: not a LoRA adapter folder (no adapter_config.json)")
-    return path
+#: The model the tests load (the default one).
+TEST_MODEL = DEFAULT_MODEL
 
 
 def adapter_prompt(adapter) -> DialoguePrompt:
@@ -85,15 +39,74 @@ def load_vocabulary(kitchen_file=None, skills_file=None, prompt_file=None) -> Vo
     return Vocabulary(kitchen, skills, prompt)
 
 
-def make_language_scorer(params: Mapping[str, Any], prompt: DialoguePrompt) -> LanguageScorer:
-    """A scorer for ``params``; with a planner adapter (and no explicit ``prompt_file``) it
-    scores in the adapter's own dialogue format, not ``prompt``'s."""
+def make_language_scorer(llm: LLMConfig | Mapping[str, Any], prompt: DialoguePrompt,
+                         prompt_file: str = "") -> LanguageScorer:
+    """A scorer for ``llm`` (an :class:`LLMConfig` or its flat parameters); with a planner
+    adapter (and no explicit ``prompt_file``) it scores in the adapter's own dialogue format,
+    not ``prompt``'s. ``retrieve: k`` (> 0) adds the k nearest solved dialogues of
+    :func:`retrieval_pool` to the prompt's examples."""
     from saycan_ros.llm import make_backend  # imports torch: only when a scorer is wanted
-    config = backend_config(params)
-    if config.get("adapter") and not params.get("prompt_file"):
+    if not isinstance(llm, LLMConfig):
+        llm = LLMConfig.from_params(llm)
+    config = llm.backend_config()
+    if config.get("adapter") and not prompt_file:
         prompt = adapter_prompt(config["adapter"])
-    return LanguageScorer(make_backend(config), prompt,
-                          prior_weight=float(params.get("prior_weight") or 0.0))
+    examples_for = retrieved_examples(llm.retrieve) if llm.retrieve else None
+    return LanguageScorer(make_backend(config), prompt, prior_weight=llm.prior_weight,
+                          examples_for=examples_for)
+
+
+#: The retrieval pool: synthetic dialogues of a generator seed that no adapter trains on
+#: (training uses --seed + offset, its held-out check that + 1,000,003).
+RETRIEVAL_POOL_SEED = 7_000_003
+RETRIEVAL_POOL_SIZE = 2000
+
+
+def retrieval_pool(size: int = RETRIEVAL_POOL_SIZE, seed: int = RETRIEVAL_POOL_SEED):
+    """Solved dialogues of this kitchen (:mod:`saycan_ros.learning.planner_data`), each with
+    the scene it was solved from; no instruction of a test set or of the development set."""
+    from saycan_ros.config import config_dir
+    from saycan_ros.learning.planner_data import (PlanDataGenerator, heldout_instructions,
+                                                  load_lexicon)
+    from saycan_ros.planning.retrieval import SolvedTask
+    vocabulary = load_vocabulary()
+    kitchen = vocabulary.kitchen
+    generator = PlanDataGenerator(kitchen, vocabulary.skills, load_lexicon(kitchen), seed=seed,
+                                  exclude=heldout_instructions(config_dir(), kitchen))
+    return [SolvedTask(d.instruction, d.steps, d.scene) for d in generator.dialogues(size)]
+
+
+def retrieved_examples(k: int, pool=None):
+    """instruction -> the ``k`` pool dialogues nearest to it (MiniLM), as prompt examples,
+    the nearest last. The pool's embeddings are cached on disk by content."""
+    import hashlib
+
+    import numpy as np
+
+    from saycan_ros.core.paths import cache_dir
+    from saycan_ros.learning.text_encoder import ENCODER_NAME, embed_texts
+    from saycan_ros.planning.retrieval import ExampleRetriever
+    from saycan_ros.prompt import Example
+    pool = retrieval_pool() if pool is None else list(pool)
+    texts = [t.instruction for t in pool]
+    key = hashlib.sha1("\n".join([ENCODER_NAME, *texts]).encode()).hexdigest()[:16]
+    cached = cache_dir() / f"retrieval_pool_{key}.npy"
+    if cached.is_file():
+        vectors = np.load(cached)
+    else:
+        vectors = embed_texts(texts, use_cache=False)
+        np.save(cached.with_suffix(".tmp.npy"), vectors)
+        cached.with_suffix(".tmp.npy").replace(cached)
+    table = dict(zip(texts, vectors))
+
+    def embed(batch):
+        missing = [t for t in batch if t not in table]
+        fresh = dict(zip(missing, embed_texts(missing, use_cache=False))) if missing else {}
+        return np.stack([table[t] if t in table else fresh[t] for t in batch])
+
+    retriever = ExampleRetriever(pool, embed, k)
+    return lambda instruction: [Example(t.instruction, t.steps, t.scene)
+                                for t in retriever.nearest(instruction)]
 
 
 def make_world(kind: str, kitchen: Kitchen, init=None, seed: int = 0, **options):

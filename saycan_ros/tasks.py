@@ -287,13 +287,12 @@ def parse_tasks(data, kitchen: Kitchen, source: str = "<tasks>") -> list[Task]:
 
 def load_tasks(path: str | Path, kitchen: Kitchen) -> list[Task]:
     """Read and validate a task file (YAML); see :func:`parse_tasks`."""
-    from saycan_ros.config import ConfigError, resolve_config
+    from saycan_ros.config import ConfigError, read_text, resolve_config
     try:
         resolved = resolve_config(path, "tasks.yaml")
+        data = yaml.safe_load(read_text(resolved))
     except ConfigError as exc:
         raise TaskError(str(exc)) from None
-    try:
-        data = yaml.safe_load(resolved.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise TaskError(f"{resolved}: invalid YAML: {exc}") from None
     return parse_tasks(data, kitchen, str(resolved))

@@ -249,3 +249,36 @@ def test_launch_files_reference_installed_executables():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def _saycan_imports(path: Path) -> set[str]:
+    """The saycan_ros modules a file imports (at any depth of the file)."""
+    import ast
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return {m for m in found if m.startswith("saycan_ros")}
+
+
+@pytest.mark.parametrize("layer, allowed", [
+    ("core", ("saycan_ros.core",)),
+    ("robot", ("saycan_ros.robot",)),
+])
+def test_the_bottom_layers_import_nothing_above_them(layer, allowed):
+    """core/ and robot/ are what everything else builds on: they import only themselves."""
+    for path in sorted((ROOT / "saycan_ros" / layer).glob("*.py")):
+        upward = {m for m in _saycan_imports(path) if not m.startswith(allowed)}
+        assert not upward, (path.name, sorted(upward))
+
+
+def test_the_robot_is_described_once():
+    """Joint names, the home pose and the arm limits are written in saycan_ros/robot only."""
+    literals = ('"arm_lift_joint"', "(1.15, 0.0, 0.4", "(0.35, 1.25)", "(0.3, 0.95)")
+    for path in sorted((ROOT / "saycan_ros").rglob("*.py")):
+        if path.parent.name == "robot":
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert not [lit for lit in literals if lit in text], path

@@ -75,7 +75,18 @@ def test_the_public_task_file_is_found_by_name(tmp_path):
 @pytest.mark.parametrize("argv, reason", [
     (["eval", "--adapter", "/nonexistent"], "not a LoRA adapter folder"),
     (["run", "Bring me a coke.", "--prior-weight", "3"], "--prior-weight must be in [0, 1]"),
+    (["eval", "--retrieve", "-1"], "--retrieve must be in [0, 16] examples, got -1"),
+    (["run", "Bring me a coke.", "--model", "gpt-5"], "--model 'gpt-5' is not a shipped model"),
+    (["eval", "--backend", "openai"], "--base-url is required by the openai back end"),
+    (["run", "Bring me a coke.", "--init", "nonsense{"], "--init is not JSON"),
+    (["run", "Bring me a coke.", "--init", '{"holding": "banana"}'], "banana"),
+    (["run", "Bring me a coke.", "--strategy", "foo"], "--strategy 'foo' does not run"),
+    (["eval", "--families", "nonexistent"], "--families nonexistent: not in tasks.yaml"),
+    (["eval", "--tasks", "latin1.yaml"], "latin1.yaml: not UTF-8 text (byte 0xe9 at offset"),
 ])
-def test_bad_language_model_options_are_one_line_before_any_model_loads(tmp_path, argv, reason):
+def test_bad_input_is_one_line_before_any_model_loads(tmp_path, argv, reason):
+    (tmp_path / "latin1.yaml").write_bytes(
+        b'instructions:\n- {id: x, text: "caf\xe9", goal: "robot_at(table)"}\n')
     proc = saycan(*argv, cwd=tmp_path, timeout=60)
     assert proc.returncode == 2 and reason in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr

@@ -15,10 +15,10 @@ import pytest  # noqa: E402
 
 from saycan_ros.ee_view import crop_ee_view, ee_in_optical  # noqa: E402
 from saycan_ros.pick_policy import ee_from_joints  # noqa: E402
-from saycan_ros.sim import EE_VIEW_SIZE, HEAD_CAMERA_SIZE  # noqa: E402
+from saycan_ros.robot.cameras import EE_VIEW_SIZE, HEAD_CAMERA_SIZE  # noqa: E402
 from saycan_ros.sim.camera import Camera  # noqa: E402
 from saycan_ros.sim.envs import KitchenSkillEnv  # noqa: E402
-from saycan_ros.sim.world import MAST  # noqa: E402
+from saycan_ros.robot.arm import MAST  # noqa: E402
 
 FINE = 4 * HEAD_CAMERA_SIZE          # the "real" head camera: 384 px over the same field of view
 

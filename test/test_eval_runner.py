@@ -40,3 +40,30 @@ def test_parallel_chunks_merge_to_the_sequential_reports(vocabulary):
         assert [o.plan_success for o in par.outcomes] == [o.plan_success for o in seq.outcomes]
         assert [o.execution_success for o in par.outcomes] == \
             [o.execution_success for o in seq.outcomes]
+
+
+def test_every_affordance_model_type_resolves_in_a_fresh_interpreter():
+    """The table is complete without side-effect imports: a spawned eval worker with
+    ``affordance_sim.yaml`` died with "unknown affordance model 'learned_pick'"."""
+    import subprocess
+    import sys
+    code = ("from saycan_ros.affordance import AFFORDANCE_MODELS, affordance_model_type\n"
+            "print(sorted(n for n in AFFORDANCE_MODELS if callable(affordance_model_type(n))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert "learned_pick" in out and "path_distance" in out
+
+
+def test_sim_workers_load_the_learned_affordances(vocabulary):
+    """``saycan eval --executor sim --jobs 2`` with the value-function affordances
+    (``affordance_sim.yaml``) gives the sequential results."""
+    tasks = load_tasks(CONFIG / "tasks.yaml", vocabulary.kitchen)[:2]
+    job = EvalJob(TEST_MODEL, "bc_use", {"backend": "transformers", "threads": 1},
+                  affordance_file="affordance_sim.yaml", max_steps=4, executor="sim", seed=3,
+                  world_options={"pick": "expert"}, max_failures=2)
+    parallel = run_jobs([job], tasks, vocabulary, workers=2)[0]
+    sequential = run_jobs([job], tasks, vocabulary, workers=1)[0]
+    assert [o.result.plan for o in parallel.outcomes] == \
+        [o.result.plan for o in sequential.outcomes]
+    assert [o.execution_success for o in parallel.outcomes] == \
+        [o.execution_success for o in sequential.outcomes]

@@ -25,7 +25,7 @@ from std_msgs.msg import Float64MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
 from saycan_ros.kitchen import load_kitchen  # noqa: E402
-from saycan_ros.sim import EE_VIEW_SIZE, HEAD_CAMERA_SIZE  # noqa: E402
+from saycan_ros.robot.cameras import EE_VIEW_SIZE, HEAD_CAMERA_SIZE  # noqa: E402
 from saycan_ros.sim.camera import WristCamera  # noqa: E402
 from saycan_ros.sim.world import KitchenWorld  # noqa: E402
 

@@ -151,7 +151,6 @@ def test_value_is_high_when_the_object_is_in_reach(env, value):
 
 
 def test_learned_pick_affordance_scores_all_candidates_in_one_pass(env, vocabulary):
-    import saycan_ros.learned_affordance  # noqa: F401 - registers learned_pick
     from saycan_ros.affordance import (AFFORDANCE_MODELS, AffordanceContext, load_affordance,
                                        make_affordance_model)
     from saycan_ros.world import WorldSnapshot
@@ -178,7 +177,6 @@ def test_learned_pick_affordance_scores_all_candidates_in_one_pass(env, vocabula
                    "water bottle 0.98, 7up can 0.91, redbull can 0.83, apple 0.56 (look-alikes); "
                    "the mean over absent objects is 0.44")
 def test_absent_look_alikes_score_low_in_one_scene(env, vocabulary):
-    import saycan_ros.learned_affordance  # noqa: F401 - registers learned_pick
     from saycan_ros.affordance import AffordanceContext, make_affordance_model
     from saycan_ros.world import WorldSnapshot
     model = make_affordance_model({"type": "learned_pick"})

@@ -123,10 +123,10 @@ def test_model_cache_location(monkeypatch, tmp_path):
     pytest.importorskip("transformers")
     from saycan_ros.llm import models
 
-    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path))
-    assert models.cache_root() == tmp_path
+    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path))        # the one cache root
+    assert models.cache_root() == tmp_path / "models"
     d = models.converted_dir("gemma3-270m")
-    assert d.parent == tmp_path and d.name.startswith("gemma3-270m-1.0.0-")
+    assert d.parent == tmp_path / "models" and d.name.startswith("gemma3-270m-1.0.0-")
     assert models.converted_dir(str(tmp_path)) is None          # a plain folder: no conversion
     assert models.display_name("/x/y/model.Q4.gguf") == "model.Q4"
     assert models.display_name("gemma3-270m") == "gemma3-270m"
@@ -360,3 +360,34 @@ def test_smollm2_generate_greedy_stops_at_newline(smollm2):
     assert (smollm2.stats - before).generated_tokens == g.num_tokens
     # greedy is deterministic
     assert smollm2.generate(SHORT_PREFIX, SHORT_QUERY, max_new_tokens=16)[0].text == g.text
+
+
+# -- LLMConfig: the one list of language-model settings ----------------------------------------
+def test_llm_config_is_the_cli_the_node_and_the_back_end():
+    import argparse
+    import dataclasses
+
+    from saycan_ros.llm.config import DEFAULT_MODEL, LLMConfig, LLMConfigError
+    from saycan_ros.nodes.llm_scorer_node import DEFAULTS
+    parser = argparse.ArgumentParser()
+    LLMConfig.add_arguments(parser)
+    args = parser.parse_args(["--threads", "2", "--prior-weight", "0.5", "--retrieve", "4",
+                              "--adapter", "none"])
+    config = LLMConfig.from_args(args)
+    assert config == LLMConfig(threads=2, prior_weight=0.5, retrieve=4, adapter="none")
+    assert config.model == DEFAULT_MODEL
+    # every setting is a node parameter with the same default
+    assert {f.name: f.default for f in dataclasses.fields(LLMConfig)}.items() <= DEFAULTS.items()
+    # each back end gets its own options only, under its own names
+    assert config.backend_config() == {"type": "transformers", "model": DEFAULT_MODEL,
+                                       "threads": 2, "dtype": "float32"}
+    remote = LLMConfig.from_params({"backend": "openai", "model": "m", "base_url": "http://x/v1",
+                                    "threads": 4})
+    assert remote.backend_config() == {"type": "openai", "model": "m", "base_url": "http://x/v1",
+                                       "api_key_env": "OPENAI_API_KEY", "timeout_s": 30.0}
+    for bad, field in (({"backend": "openai"}, "base_url"), ({"prior_weight": 2}, "prior_weight"),
+                       ({"retrieve": -1}, "retrieve"), ({"backend": "magic"}, "backend"),
+                       ({"threads": "many"}, "threads")):
+        with pytest.raises(LLMConfigError) as info:
+            LLMConfig.from_params(bad)
+        assert info.value.field == field

@@ -24,7 +24,7 @@ rclpy = pytest.importorskip("rclpy", reason="rclpy (ros-kilted-rclpy) is not ins
 from sim_graph import ROUTER_MARGIN_S, WIND_DOWN_S, SimGraph, running  # noqa: E402
 
 from saycan_ros.pick_policy import learned_pick_available, learned_value_available  # noqa: E402
-from saycan_ros.sim import HEAD_CAMERA_SIZE  # noqa: E402
+from saycan_ros.robot.cameras import HEAD_CAMERA_SIZE  # noqa: E402
 
 if not (learned_pick_available() and learned_value_available()):
     pytest.skip("no trained pick policy / value weights (models/bc_pick.pt, value_pick.pt)",
@@ -79,10 +79,14 @@ class Graph(SimGraph):
         return self.pick.sensors_ready() and bool(self.joint_log)
 
     def arm_still(self, seconds=0.5) -> bool:
-        """The arm joints did not move over the last ``seconds`` (after waiting that long)."""
+        """The arm joints did not move over at least ``seconds`` and five joint states (on a
+        loaded machine the in-process simulator publishes them slower than its 50 Hz)."""
+        start = time.monotonic()
         time.sleep(seconds)
-        now = time.monotonic()
-        recent = [p for t, p in self.joint_log if t >= now - seconds]
+        deadline = start + 20.0
+        while len([t for t, _ in self.joint_log if t >= start]) < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        recent = [p for t, p in self.joint_log if t >= start]
         assert len(recent) >= 5, "no joint states"
         spread = np.ptp(np.array([p[:3] for p in recent]), axis=0)
         return bool(np.all(spread < 1e-6))

@@ -9,7 +9,8 @@ from saycan_ros.affordance import load_affordance
 from saycan_ros.evaluation import evaluate
 from saycan_ros.language import LanguageScorer, ScoringError, normalise_logprobs
 from saycan_ros.local import LocalAffordance, LocalLanguage, WorldExecutor
-from saycan_ros.planner import ExecutionResult, Planner, make_strategy
+from saycan_ros.planner import ExecutionResult, Planner
+from saycan_ros.strategies.registry import make_strategy
 from saycan_ros.tasks import parse_tasks
 from saycan_ros.world import SymbolicWorld
 

@@ -10,7 +10,8 @@ import pytest
 from saycan_ros.affordance import load_affordance
 from saycan_ros.evaluation import EvalReport, TaskOutcome, replay_reaches_goal
 from saycan_ros.local import LocalAffordance, WorldExecutor
-from saycan_ros.planner import ExecutionResult, Planner, PlanResult, StepRecord, make_strategy
+from saycan_ros.planner import ExecutionResult, Planner, PlanResult, StepRecord
+from saycan_ros.strategies.registry import make_strategy
 from saycan_ros.report import (ATTRIBUTIONS, RightSkills, attribute_failure,
                                has_skill_probabilities, render_markdown, write_report)
 from saycan_ros.solver import clone_world, right_next_skills, solve, start_world

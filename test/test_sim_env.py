@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from saycan_ros.sim import HEAD_CAMERA_SIZE
+from saycan_ros.robot.cameras import HEAD_CAMERA_SIZE
 from saycan_ros.sim.envs import ENV_IDS, MAX_STEPS, PICK_INFEASIBLE, PLACE_INFEASIBLE, KitchenSkillEnv
 
 EXPERT_EPISODES = 100

@@ -8,8 +8,9 @@ from saycan_ros.kitchen import load_kitchen
 from saycan_ros.pick_policy import (gripper_opening, learned_pick_available,
                                     learned_value_available, policy_state, sim_eval_setup,
                                     twist_of)
-from saycan_ros.sim import HEAD_CAMERA_SIZE
-from saycan_ros.sim.arm import HOME, Arm
+from saycan_ros.robot.arm import HOME
+from saycan_ros.robot.cameras import HEAD_CAMERA_SIZE
+from saycan_ros.sim.arm import Arm
 from saycan_ros.sim.control import STEP_M
 from saycan_ros.skills import load_skills
 from saycan_ros.stack import make_world

@@ -10,7 +10,8 @@ import yaml
 from saycan_ros.affordance import load_affordance
 from saycan_ros.config import ConfigError
 from saycan_ros.evaluation import evaluate
-from saycan_ros.planner import StepContext, make_strategy, strategy_names
+from saycan_ros.planner import StepContext
+from saycan_ros.strategies.registry import make_strategy, strategy_names
 from saycan_ros.strategies.baselines import sequence_text, skill_sequences
 from saycan_ros.strategies.chain_of_thought import load_cot_prompt
 from saycan_ros.strategies.llm_planner import parse_plan
@@ -107,6 +108,18 @@ def test_bc_use_projects_onto_single_skills_and_pairs(vocabulary, resources):
     plan = [strategy.decide(StepContext("Go to the table.", [], vocabulary.skills.texts, 0)).selected
             for _ in range(4)]
     assert "go to the table" in plan and plan[-1] == "done"
+
+
+def test_the_registry_names_each_class_and_what_it_needs(vocabulary):
+    from saycan_ros.planner import Strategy
+    from saycan_ros.strategies.registry import STRATEGIES, node_strategy_names
+    for spec in STRATEGIES.values():
+        cls = spec.load()
+        assert issubclass(cls, Strategy) and cls.name == spec.name
+        if spec.needs:      # made without what it declares, it names what is missing
+            with pytest.raises(ValueError, match=f"strategy {spec.name!r} needs"):
+                make_strategy(spec.name, None, None, resources=StrategyResources(vocabulary.skills))
+    assert node_strategy_names() == ["saycan", "no_vf"]
 
 
 def test_strategy_errors_are_clear(vocabulary):

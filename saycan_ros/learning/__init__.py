@@ -17,35 +17,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+# Where things are: one module for the whole package (re-exported for the learning code).
+from saycan_ros.core.paths import cache_dir, models_dir, repo_root  # noqa: F401
+
 #: The skill text of every pick skill, as the gym env and config/skills.yaml write it.
 PICK_TEMPLATE = "pick up the {object}"
-
-
-def cache_dir() -> Path:
-    """Where demonstrations, rollouts and text embeddings are cached (never in the repo):
-    ``SAYCAN_CACHE_DIR`` or ``~/.cache/saycan_ros``."""
-    path = Path(os.environ.get("SAYCAN_CACHE_DIR") or Path.home() / ".cache" / "saycan_ros")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def repo_root() -> Path:
-    return Path(__file__).resolve().parent.parent.parent
-
-
-def models_dir() -> Path:
-    """The shipped weights: ``SAYCAN_MODELS_DIR``, the source checkout's ``models/``, or
-    ``share/saycan_ros/models`` of an install prefix."""
-    import sys
-    candidates = []
-    if os.environ.get("SAYCAN_MODELS_DIR"):
-        candidates.append(Path(os.environ["SAYCAN_MODELS_DIR"]))
-    candidates.append(repo_root() / "models")
-    candidates.append(Path(sys.prefix) / "share" / "saycan_ros" / "models")
-    for path in candidates:
-        if path.is_dir():
-            return path
-    return candidates[0] if os.environ.get("SAYCAN_MODELS_DIR") else repo_root() / "models"
 
 
 def resolve_model(path: str | os.PathLike | None, default_name: str) -> Path:

@@ -6,8 +6,8 @@
     saycan eval-skill pick [--episodes 20 (per object)] [--seed 0] [--weights F] [--json F] [--record]
     saycan eval-value  [--episodes 1800] [--seed 0] [--png docs/value_reliability.png] [--record]
 
-``eval-skill pick`` joins the other skills' evaluators through
-:func:`saycan_ros.skills_eval_cli.register_skill_evaluator`.
+``eval-skill pick`` is listed with the other skills' evaluators in
+:data:`saycan_ros.skills_eval_cli.SKILL_EVALUATORS` (``run_eval_skill_pick``, ``pick_arguments``).
 """
 from __future__ import annotations
 
@@ -123,7 +123,7 @@ def run_eval_skill_pick(args):
     return report
 
 
-def _pick_arguments(parser) -> None:
+def pick_arguments(parser) -> None:
     parser.add_argument("--weights", default="", help="pick: BC weights (default models/bc_pick.pt)")
     parser.add_argument("--n-envs", type=int, default=16, help="pick: episodes run side by side")
     parser.add_argument("--record", action="store_true",
@@ -131,9 +131,7 @@ def _pick_arguments(parser) -> None:
 
 
 def register_cli(subparsers) -> None:
-    """Add ``train {bc,value}`` and ``eval-value`` to ``saycan``, and the ``pick`` evaluator
-    to ``eval-skill`` (call before :func:`saycan_ros.skills_eval_cli.register_cli`)."""
-    from saycan_ros.skills_eval_cli import register_skill_evaluator
+    """Add ``train {bc,value,planner}`` and ``eval-value`` to ``saycan``."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     train = train_subparsers(subparsers)
     for name, func, out in (("bc", cmd_train_bc, "bc_pick.pt"), ("value", cmd_train_value, "value_pick.pt")):
@@ -155,10 +153,6 @@ def register_cli(subparsers) -> None:
     p.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
                    help="override one hyper-parameter, e.g. data.dialogues=200")
     p.set_defaults(func=cmd_train_planner)
-
-    register_skill_evaluator("pick", run_eval_skill_pick, _pick_arguments,
-                             help="the BC pick policy on fresh feasible starts (episodes per object, "
-                                  "default 20)")
 
     ev = subparsers.add_parser("eval-value", help="pick affordance vs. BC success on held-out starts")
     # 1,800 starts: on 600, two seeds differed by 0.024 in AUROC and 0.019 in ECE, too much

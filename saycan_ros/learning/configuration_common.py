@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from saycan_ros.learning._config_util import from_dict, load_section, to_dict
-from saycan_ros.sim import EE_CAMERAS, HEAD_CAMERA_SIZE
+from saycan_ros.robot.cameras import EE_CAMERAS, HEAD_CAMERA_SIZE
 
 
 @dataclass(frozen=True)

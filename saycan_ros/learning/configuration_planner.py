@@ -11,7 +11,7 @@ from saycan_ros.learning.configuration_common import SectionConfig
 
 @dataclass(frozen=True)
 class PlannerDataConfig:
-    dialogues: int = 2000             # training dialogues drawn from the generator
+    dialogues: int = 4000             # training dialogues drawn from the generator
     seed_offset: int = 0              # generator seed = --seed + this
     languages: bool = True            # also config/planner_languages.yaml
 

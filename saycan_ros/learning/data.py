@@ -25,7 +25,7 @@ import numpy as np
 
 from saycan_ros.learning import PICK_TEMPLATE, cache_dir
 from saycan_ros.learning._config_util import fingerprint
-from saycan_ros.sim import EE_VIEW_ZOOM, HEAD_CAMERA_SIZE
+from saycan_ros.robot.cameras import EE_VIEW_ZOOM, HEAD_CAMERA_SIZE
 
 DATA_VERSION = 6                      # bump when rendering or the expert change (5: close rule;
                                       # 6: the end-effector view black beyond the head frame)

@@ -231,7 +231,7 @@ def grasp_frames(texts, skill_index, states, aux):
     OPEN_MARGIN_M wider than the object, nothing held. About 6% of the frames, yet the only ones
     where closing is the right answer before anything is held."""
     import torch
-    from saycan_ros.sim.arm import ArmLimits
+    from saycan_ros.robot.arm import ArmLimits
     from saycan_ros.sim.expert import CLOSE_ABOVE_M, OPEN_MARGIN_M
     widths = torch.as_tensor([shape.width if shape else 0.0 for shape in _object_shapes(texts)])
     opening = torch.as_tensor(states)[:, 3] * ArmLimits().gripper[1]

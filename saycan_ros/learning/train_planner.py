@@ -23,9 +23,8 @@ from saycan_ros.learning._config_util import to_dict, with_overrides
 from saycan_ros.learning.configuration_planner import PlannerAdapterConfig
 from saycan_ros.learning.modeling_common import (autocast, cosine_lr, resolve_precision,
                                                  training_host)
+from saycan_ros.llm.config import ADAPTER_DIRS
 
-#: Where the adapter goes (inside models/), per base model.
-ADAPTER_DIRS = {"smollm2-135m": "planner_smollm2"}
 RECORD = "planner.json"
 
 

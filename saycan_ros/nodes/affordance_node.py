@@ -21,7 +21,6 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 
-import saycan_ros.learned_affordance  # noqa: F401 - registers learned_pick (torch loads lazily)
 from saycan_ros.nodes.conversions import image_to_rgb
 from saycan_ros.affordance import AffordanceContext, check_covers, load_affordance
 from saycan_ros.kitchen import load_kitchen
@@ -30,6 +29,7 @@ from saycan_ros.msg import WorldState
 from saycan_ros.nodes.common import (AFFORDANCE_SERVICE, LATCHED_QOS, WORLD_STATE_TOPIC,
                                      declare_parameters, spin_node)
 from saycan_ros.nodes.conversions import msg_to_snapshot
+from saycan_ros.robot.arm import JOINT_NAMES
 from saycan_ros.skills import UnknownSkillError, load_skills
 from saycan_ros.srv import SkillScore
 from sensor_msgs.msg import Image, JointState
@@ -42,7 +42,7 @@ DEFAULTS = {
     "observe": "auto",          # camera + joint_states for learned models: auto | true | false
     "fresh_image": True,        # observe: use a camera frame received after the request arrived
     "sensor_timeout_s": 2.0,    # observe: how long to wait for that frame / joint states
-    "joint_names": ["arm_lift_joint", "arm_yaw_joint", "arm_extend_joint", "gripper_joint"],
+    "joint_names": list(JOINT_NAMES),   # saycan_ros.robot.arm
 }
 
 

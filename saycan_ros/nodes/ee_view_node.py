@@ -30,15 +30,14 @@ from saycan_ros.nodes.camera_msgs import pinhole_info, rgb_image
 from saycan_ros.nodes.common import declare_parameters, spin_node
 from saycan_ros.nodes.conversions import image_to_rgb
 from saycan_ros.pick_policy import ee_from_joints
-from saycan_ros.sim import EE_VIEW_SIZE, EE_VIEW_ZOOM
-from saycan_ros.sim.camera import CameraMount, view_focal
-from saycan_ros.sim.world import MAST
+from saycan_ros.robot.arm import JOINT_NAMES, MAST
+from saycan_ros.robot.cameras import EE_VIEW_SIZE, EE_VIEW_ZOOM, CameraMount, view_focal
 
 _MOUNT = CameraMount()
 DEFAULTS = {
     "size": EE_VIEW_SIZE,            # the view's side in pixels (the policy's ee_view)
     "zoom": EE_VIEW_ZOOM,            # its focal length over the policy's 96-px head frame's
-    "joint_names": ["arm_lift_joint", "arm_yaw_joint", "arm_extend_joint"],
+    "joint_names": list(JOINT_NAMES[:3]),   # lift, yaw, extend (saycan_ros.robot.arm)
     "camera_x": _MOUNT.x,            # the head camera in the base frame (m, rad below horizon)
     "camera_z": _MOUNT.z,
     "camera_pitch": _MOUNT.pitch,

@@ -28,6 +28,7 @@ import numpy as np
 
 from saycan_ros.graph import stop_processes
 from saycan_ros.kitchen import Kitchen, load_kitchen
+from saycan_ros.robot.arm import JOINT_NAMES
 from saycan_ros.skills import Skill, SkillSet, load_skills
 from saycan_ros.world import SkillOutcome, WorldSnapshot
 
@@ -181,8 +182,7 @@ class NodeGraphWorld:
                                           and self._image[1] >= since, timeout=2.0):
                 raise TimeoutError("no camera/image_raw frame within 2 s")
             image = self._image[0]
-            joints = [self._joints[n] for n in ("arm_lift_joint", "arm_yaw_joint",
-                                                "arm_extend_joint", "gripper_joint")]
+            joints = [self._joints[n] for n in JOINT_NAMES]
         holding = (self._snapshot or self.snapshot()).holding is not None
         return {"image": as_image(image), "state": policy_state(joints, holding)}
 

@@ -36,15 +36,15 @@ from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
 from saycan_ros.kitchen import load_kitchen
-from saycan_ros.sim import EE_VIEW_SIZE, EE_VIEW_ZOOM, HEAD_CAMERA_SIZE
-from saycan_ros.sim.arm import JOINT_NAMES
-from saycan_ros.sim.base import BaseLimits
 from saycan_ros.nodes.camera_msgs import pinhole_info, rgb_image
+from saycan_ros.robot.arm import JOINT_NAMES, MAST
+from saycan_ros.robot.cameras import EE_VIEW_SIZE, EE_VIEW_ZOOM, HEAD_CAMERA_SIZE
+from saycan_ros.sim.base import BaseLimits
 from saycan_ros.sim.camera import Camera, WristCamera, make_ee_camera
 from saycan_ros.sim.floorplan import FloorPlan
 from saycan_ros.sim.navigation import RESOLUTION
 from saycan_ros.sim.scan import LaserScanner
-from saycan_ros.sim.world import MAST, KitchenWorld
+from saycan_ros.sim.world import KitchenWorld
 
 try:   # tf2_msgs is not among the PyPI ROS wheels; a ROS install or a vendored build has it
     from tf2_msgs.msg import TFMessage

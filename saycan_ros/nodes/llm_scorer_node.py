@@ -11,25 +11,19 @@ import threading
 from rclpy.node import Node
 
 from saycan_ros.language import ScoringError
+from saycan_ros.llm.config import LLMConfig
 from saycan_ros.nodes.common import LLM_SERVICE, declare_parameters, spin_node
-from saycan_ros.stack import DEFAULT_MODEL, load_vocabulary, make_language_scorer
+from saycan_ros.stack import load_vocabulary, make_language_scorer
 from saycan_ros.srv import SkillScore
 from saycan_ros.tasks import TaskError, check_instruction
 
 #: A scene line names every object of a kitchen once; far longer is not a scene.
 MAX_SCENE_CHARS = 4000
 
+#: The language model's settings (backend, model, threads, adapter, prior_weight, retrieve,
+#: base_url, ...: saycan_ros.llm.config.LLMConfig, the same as the saycan flags), then the node's.
 DEFAULTS = {
-    "backend": "transformers",     # transformers | openai
-    "model": DEFAULT_MODEL,        # shorthand, folder, .gguf file, or the server's model name
-    "dtype": "float32",            # transformers: float32 | bfloat16
-    "threads": 0,                  # transformers: torch threads (0 = torch's default)
-    "base_url": "",                # openai: e.g. http://gpu-box:8000/v1
-    "api_key_env": "OPENAI_API_KEY",
-    "request_timeout_s": 30.0,
-    "adapter": "none",             # transformers: planner adapter: none (the frozen model),
-                                   # auto (the shipped one for the model), or an adapter folder
-    "prior_weight": 0.0,           # 0..1: divide out the skill's content-free probability
+    **LLMConfig().params(),
     "prompt_file": "",             # "" = config/prompt.yaml (the adapter's own with one)
     "kitchen_file": "",
     "skills_file": "",
@@ -45,7 +39,8 @@ class LlmScorerNode(Node):
                                      self.params["prompt_file"])
         self.get_logger().info(f"loading {self.params['backend']} model "
                                f"{self.params['model']!r}...")
-        self.scorer = scorer or make_language_scorer(self.params, vocabulary.prompt)
+        self.scorer = scorer or make_language_scorer(LLMConfig.from_params(self.params),
+                                                     vocabulary.prompt, self.params["prompt_file"])
         self._model_lock = threading.Lock()  # one forward pass at a time
         # Encode the few-shot prefix now (its KV cache is reused by every request), so the
         # first planning step is as fast as the others.

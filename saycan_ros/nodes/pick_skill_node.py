@@ -49,7 +49,7 @@ from saycan_ros.nodes.skill_server import SkillJob, SkillServerNode
 from saycan_ros.pick_policy import (GRIPPER_LIMITS, STEP_M, STEP_S, as_image, ee_from_joints,
                                     gripper_holds, gripper_opening, load_pick_policy,
                                     policy_state, twist_of)
-from saycan_ros.sim.arm import HOME
+from saycan_ros.robot.arm import HOME, JOINT_NAMES
 from saycan_ros.skills import Skill
 
 DEFAULTS = {
@@ -58,7 +58,7 @@ DEFAULTS = {
     "weights": "",                   # "" = models/bc_pick.pt (or $SAYCAN_MODELS_DIR/bc_pick.pt)
     "threads": 1,                    # torch threads of the policy
     "base_frame": "base_link",
-    "joint_names": ["arm_lift_joint", "arm_yaw_joint", "arm_extend_joint", "gripper_joint"],
+    "joint_names": list(JOINT_NAMES),   # saycan_ros.robot.arm
     "max_actions": 50,               # as in the pick env
     "step_s": STEP_S,                # one action's duration (the env's)
     "max_step_s": 2 * STEP_S,        # keep moving this long at most to cover the action's distance

@@ -30,6 +30,7 @@ from saycan_ros.nodes.conversions import image_to_rgb
 from saycan_ros.nodes.common import spin_node
 from saycan_ros.nodes.skill_server import OdomPose, SkillJob, SkillServerNode, TransformCache
 from saycan_ros.place_executor import ArmModel, CameraModel, PlaceController, PlaceParams
+from saycan_ros.robot.arm import JOINT_NAMES
 from saycan_ros.skills import Skill
 
 DEFAULTS = {
@@ -37,7 +38,7 @@ DEFAULTS = {
     "map_frame": "map",
     "base_frame": "base_link",
     "use_camera": True,              # look for a free spot (else: the best reachable spot)
-    "joint_names": ["arm_lift_joint", "arm_yaw_joint", "arm_extend_joint", "gripper_joint"],
+    "joint_names": list(JOINT_NAMES),   # saycan_ros.robot.arm
     "sensor_timeout_s": 1.0,
     "image_delay_s": 0.25,           # an image this long after the arm stopped moving aside
     "trajectory_time_s": 2.0,        # time_from_start of trajectory points

@@ -27,8 +27,8 @@ from saycan_ros.nodes.common import (AFFORDANCE_SERVICE, CANCEL_SERVICE, EXECUTE
                                      ServiceCallError,
                                      call_service, declare_parameters, spin_node)
 from saycan_ros.nodes.conversions import record_to_msg
-from saycan_ros.planner import (STRATEGIES, ExecutionResult, Planner, PlannerError, PlanResult,
-                                StepRecord, make_strategy)
+from saycan_ros.planner import ExecutionResult, Planner, PlannerError, PlanResult, StepRecord
+from saycan_ros.strategies.registry import make_strategy, node_strategy_names
 from saycan_ros.kitchen import GRIPPER, load_kitchen
 from saycan_ros.planning.scene import scene_line
 from saycan_ros.skills import load_skills
@@ -36,7 +36,7 @@ from saycan_ros.srv import ExecuteSkill, GetWorldState, SkillScore
 from saycan_ros.tasks import TaskError, check_instruction
 
 DEFAULTS = {
-    "strategy": "saycan",          # see saycan_ros.planner.STRATEGIES
+    "strategy": "saycan",          # saycan | no_vf (saycan_ros.strategies.registry)
     "max_steps": 20,
     "score_timeout_s": 60.0,       # per scoring call
     "execute_timeout_s": 300.0,    # per skill, on top of the skill's own timeout
@@ -89,11 +89,12 @@ class PlannerNode(Node):
     def __init__(self, **kwargs):
         super().__init__("planner", **kwargs)
         self.params = declare_parameters(self, DEFAULTS)
-        if self.params["strategy"] not in STRATEGIES:
+        if self.params["strategy"] not in node_strategy_names():
             # generative, llm_planner, saycan_cot, bc_* need a text generator or the pick
             # policy in the same process: they run in `saycan eval`, not behind SkillScore.
             raise ValueError(f"strategy {self.params['strategy']!r} is not served by the planner "
-                             f"node; it runs: {', '.join(STRATEGIES)} (the others: saycan eval)")
+                             f"node; it runs: {', '.join(node_strategy_names())} (the others: "
+                             f"saycan eval)")
         if self.params["max_steps"] < 1:
             raise ValueError("max_steps must be at least 1")
         kitchen = self.kitchen = load_kitchen(self.params["kitchen_file"] or None)

@@ -5,16 +5,7 @@ puts it on ROS topics.
 """
 from __future__ import annotations
 
-#: The simulated head camera's image side in pixels (kitchen_sim's camera_width / height, the
-#: pick env's observation, the learned skills' input). One pixel is about 1.2 cm across the
-#: counters; a policy trained on 128-px frames (0.9 cm) did no better (94.2% vs 94.2%).
-HEAD_CAMERA_SIZE = 96
-#: The end-effector view (``camera.EEViewCamera``): side in pixels and pixels per head pixel
-#: (0.6 cm across the counters: the fingers and the object between them).
-EE_VIEW_SIZE = 48
-EE_VIEW_ZOOM = 2.0
-#: The end-effector view's cameras: a zoomed crop of the head camera, or a wrist camera.
-EE_CAMERAS = ("crop", "wrist")
+# The robot it simulates is described in saycan_ros.robot (arm, joints, cameras).
 
 
 def render_kitchen(path, seed: int = 0, init=None) -> str:

@@ -8,27 +8,8 @@ limits. Everything is in the base frame (x forward, z up), metres and radians.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-JOINT_NAMES = ("arm_lift_joint", "arm_yaw_joint", "arm_extend_joint", "gripper_joint")
-
-
-@dataclass(frozen=True)
-class ArmLimits:
-    lift: tuple[float, float] = (0.35, 1.25)      # fingertip height above the floor
-    yaw: tuple[float, float] = (-0.7, 0.7)
-    extend: tuple[float, float] = (0.3, 0.95)     # horizontal reach from the mast
-    gripper: tuple[float, float] = (0.0, 0.10)    # finger opening
-    max_speed: float = 0.3                        # Cartesian end-effector speed, m/s
-    joint_speed: tuple[float, float, float, float] = (0.3, 1.0, 0.3, 0.2)
-
-    @property
-    def bounds(self):
-        return (self.lift, self.yaw, self.extend, self.gripper)
-
-
-#: Where the arm stands when idle: high above every surface, close to the body.
-HOME = (1.15, 0.0, 0.4, 0.10)
+from saycan_ros.robot.arm import HOME, JOINT_NAMES, ArmLimits  # noqa: F401 - the description
 
 
 def _clip(value: float, bounds: tuple[float, float]) -> float:

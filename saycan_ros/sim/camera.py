@@ -9,15 +9,16 @@ millisecond.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
 from saycan_ros.kitchen import GRIPPER
-from saycan_ros.sim import EE_CAMERAS, EE_VIEW_SIZE, EE_VIEW_ZOOM, HEAD_CAMERA_SIZE
+from saycan_ros.robot.arm import MAST
+from saycan_ros.robot.cameras import (EE_CAMERAS, EE_VIEW_SIZE, EE_VIEW_ZOOM, HEAD_CAMERA_SIZE,
+                                     CameraMount, WristMount, base_from_optical, view_focal)
 from saycan_ros.sim.objects import SimObject
-from saycan_ros.sim.world import FINGER, MAST, KitchenWorld
+from saycan_ros.sim.world import FINGER, KitchenWorld
 
 FLOOR_COLOUR = (150, 140, 125)
 WALL_COLOUR = (215, 210, 195)
@@ -38,30 +39,6 @@ _FACES = ((0, 1), (1, 2), (2, 3), (3, 0))   # box side faces by corner pair (cou
 # The six faces (corner cycles) of a box given as 8 corners indexed 4a + 2b + c, one bit per axis.
 _BOX_FACES = tuple(np.array(f) for f in ((0, 1, 3, 2), (4, 5, 7, 6), (0, 1, 5, 4), (2, 3, 7, 6),
                                         (0, 2, 6, 4), (1, 3, 7, 5)))
-
-
-@dataclass(frozen=True)
-class CameraMount:
-    """Where the camera sits on the base (metres, base frame) and how it looks down."""
-    x: float = 0.05               # above the arm's mast (tried 15 cm beside it: the arm hid less of a
-    z: float = 1.55               # flat object, yet the retrained pick policy did worse, 91.7% vs 97.6%)
-    pitch: float = 0.75           # radians below the horizon
-    hfov: float = math.radians(60)
-
-
-def view_focal(zoom: float = EE_VIEW_ZOOM, mount: CameraMount | None = None) -> float:
-    """The end-effector view's focal length in its pixels: ``zoom`` times the policy's 96-px
-    head frame's over the mount's field of view (whatever size the head camera has)."""
-    hfov = (mount or CameraMount()).hfov
-    return HEAD_CAMERA_SIZE * float(zoom) / (2 * math.tan(hfov / 2))
-
-
-def base_from_optical(pitch: float) -> np.ndarray:
-    """The rotation base <- optical frame (REP-103: z forward, x right, y down) of a camera
-    looking ahead, ``pitch`` radians below the horizon."""
-    forward = np.array([math.cos(pitch), 0.0, -math.sin(pitch)])
-    right = np.array([0.0, -1.0, 0.0])
-    return np.stack([right, np.cross(forward, right), forward], axis=1)
 
 
 class Camera:
@@ -375,16 +352,6 @@ class EEViewCamera(Camera):
                 index[axis] = slice(max(hi, 0), None)
                 frame[tuple(index)] = 0
         return frame
-
-
-@dataclass(frozen=True)
-class WristMount:
-    """Where the wrist camera sits on the gripper (metres, in the gripper's frame: x along
-    the arm, z up, from the fingertips) and how it looks down."""
-    back: float = 0.03            # behind the fingers along the arm, between their roots
-    up: float = 0.08              # above the fingertips, just under the palm
-    pitch: float = math.radians(69)   # the fingertips near the image centre
-    hfov: float = math.radians(80)
 
 
 class WristCamera(Camera):

@@ -26,7 +26,7 @@ import numpy as np
 from gymnasium import spaces
 
 from saycan_ros.kitchen import Kitchen, load_kitchen
-from saycan_ros.sim import EE_VIEW_ZOOM, HEAD_CAMERA_SIZE
+from saycan_ros.robot.cameras import EE_VIEW_ZOOM, HEAD_CAMERA_SIZE
 from saycan_ros.sim.camera import Camera, make_ee_camera
 from saycan_ros.sim.control import ACTION_SIZE, apply_action
 from saycan_ros.sim.expert import PickExpert, PlaceExpert, free_spot, lifted
@@ -113,6 +113,21 @@ class KitchenSkillEnv(gym.Env):
         self.episode.update(skill=skill, object=target, location=location,
                             infeasible_reason=reason or "", feasible=reason is None)
         return self._observation(), self._info(success=False)
+
+    def set_scene(self, location: str, placements: dict[str, str], *, skill: str,
+                  holding: str | None = None, seed: int = 0,
+                  pose_noise: tuple[float, float] = (0.03, 0.05)) -> dict[str, Any]:
+        """After :meth:`reset`, lay out a given scene (``placements``: object -> location, the
+        robot at ``location``) and set the episode's instruction text to ``skill`` (free text:
+        the BC NL baseline feeds the user's instruction); returns the first observation."""
+        self.world.reset_scene(location, placements, holding=holding, seed=seed,
+                               pose_noise=pose_noise)
+        self.episode.update(skill=skill)
+        self.start_image = None                 # the first frame of this scene
+        self.steps = 0
+        observation = self._observation()
+        observation["skill"] = skill
+        return observation
 
     def _infeasibility(self, option, rng) -> str | None:
         reasons = PICK_INFEASIBLE if self.task == "pick" else PLACE_INFEASIBLE

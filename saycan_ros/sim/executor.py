@@ -17,7 +17,7 @@ import numpy as np
 
 from saycan_ros.kitchen import GRIPPER, Kitchen, load_kitchen
 from saycan_ros.pick_policy import learned_pick_available, load_pick_policy, policy_state
-from saycan_ros.sim.arm import HOME
+from saycan_ros.robot.arm import HOME, JOINT_NAMES
 from saycan_ros.sim.control import apply_action
 from saycan_ros.sim.expert import PickExpert, PlaceExpert, free_spot, lifted
 from saycan_ros.sim.navigation import GridPlanner, PathFollower
@@ -100,9 +100,8 @@ class SimulatedKitchen:
     def tuck_arm(self) -> None:
         """Bring the arm home (keeping the gripper as it is) before driving."""
         arm = self.world.arm
-        self.world.command_arm_trajectory([{"arm_lift_joint": HOME[0], "arm_yaw_joint": HOME[1],
-                                            "arm_extend_joint": HOME[2],
-                                            "gripper_joint": arm.gripper_target}])
+        home = dict(zip(JOINT_NAMES, (*HOME[:3], arm.gripper_target)))
+        self.world.command_arm_trajectory([home])
         for _ in range(500):
             if not arm.waypoints:
                 break

@@ -15,14 +15,14 @@ from typing import Any, Mapping
 import numpy as np
 
 from saycan_ros.kitchen import GRIPPER, Kitchen, load_kitchen
-from saycan_ros.sim.arm import Arm, ArmLimits
+from saycan_ros.robot.arm import MAST, ArmLimits
+from saycan_ros.sim.arm import Arm
 from saycan_ros.sim.base import BaseLimits, DiffDriveBase, wrap_angle
 from saycan_ros.sim.floorplan import FloorPlan
 from saycan_ros.sim.objects import SimObject, Slot, make_objects, surface_slots
 from saycan_ros.tasks import TaskInit
 
 FLOOR = "floor"
-MAST = (0.0, 0.0)            # arm mast in the base frame
 GRASP_DEPTH = 0.7            # fingertips below this fraction of an object's height can hold it
 GRASP_SLACK = 0.012          # how far off-centre (across the fingers) a grasp still works, m
 GRASP_FORWARD = 0.03         # how far off-centre (along the arm) a grasp still works, m

@@ -119,13 +119,8 @@ class BCNLStrategy(Strategy):
         seed = self.resources.seed + len(ctx.instruction)
         env.reset(seed=seed, options={"object": objects[0], "location": location,
                                       "infeasible": False})
-        env.world.reset_scene(location, {o: location for o in objects},
-                              holding=observation.get("holding"), seed=seed,
-                              pose_noise=(0.03, 0.05))
-        env.episode.update(skill=ctx.instruction)
-        env.start_image = None                              # the scene was set by hand
-        obs = env._observation()
-        obs["skill"] = ctx.instruction
+        obs = env.set_scene(location, {o: location for o in objects}, skill=ctx.instruction,
+                            holding=observation.get("holding"), seed=seed)
         for _ in range(self.max_actions):
             obs, _, terminated, truncated, _ = env.step(self.policy.act(obs))
             obs["skill"] = ctx.instruction

@@ -4,8 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
-import numpy as np
-
+from saycan_ros.planning.retrieval import Embedder
 from saycan_ros.prompt import DialoguePrompt
 from saycan_ros.skills import SkillSet
 
@@ -16,10 +15,6 @@ class TextGenerator(Protocol):
     def generate(self, prefix: str, query: str, *, max_new_tokens: int = 24,
                  stop: Sequence[str] = ("\n",), num_samples: int = 1, temperature: float = 0.0,
                  seed: int | None = None) -> list: ...
-
-
-#: texts -> (len(texts), D) L2-normalised sentence embeddings.
-Embedder = Callable[[Sequence[str]], np.ndarray]
 
 
 def minilm_embedder() -> Embedder:

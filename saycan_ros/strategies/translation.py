@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from saycan_ros.strategies.resources import Embedder
+from saycan_ros.planning.retrieval import Embedder
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,47 @@
+"""Where things are: the package's configuration, the shipped weights, and the one cache root.
+
+- ``SAYCAN_CONFIG_DIR``: the configuration files (default: the checkout's ``config/``, then
+  ``share/saycan_ros/config`` of an install prefix or the ament index), see
+  :func:`saycan_ros.config.config_dir`.
+- ``SAYCAN_MODELS_DIR``: the shipped weights (default: the checkout's ``models/``, then
+  ``share/saycan_ros/models``).
+- ``SAYCAN_CACHE_DIR``: everything computed once and kept (converted language models under
+  ``models/``, demonstrations, rollouts, text embeddings); default ``~/.cache/saycan_ros``.
+  Never inside the repository.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+CACHE_ENV = "SAYCAN_CACHE_DIR"
+MODELS_ENV = "SAYCAN_MODELS_DIR"
+
+
+def repo_root() -> Path:
+    """The source checkout (or the installed package's parent folder)."""
+    return Path(__file__).resolve().parent.parent.parent
+
+
+def cache_dir(*parts: str) -> Path:
+    """``$SAYCAN_CACHE_DIR`` (default ``~/.cache/saycan_ros``), or a folder below it; created."""
+    root = os.environ.get(CACHE_ENV)
+    path = Path(root).expanduser() if root else Path.home() / ".cache" / "saycan_ros"
+    path = path.joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def models_dir() -> Path:
+    """The shipped weights: ``SAYCAN_MODELS_DIR``, the source checkout's ``models/``, or
+    ``share/saycan_ros/models`` of an install prefix."""
+    candidates = []
+    if os.environ.get(MODELS_ENV):
+        candidates.append(Path(os.environ[MODELS_ENV]))
+    candidates.append(repo_root() / "models")
+    candidates.append(Path(sys.prefix) / "share" / "saycan_ros" / "models")
+    for path in candidates:
+        if path.is_dir():
+            return path
+    return candidates[0] if os.environ.get(MODELS_ENV) else repo_root() / "models"
