@@ -47,19 +47,23 @@ def _norm(text: str) -> str:
     return re.sub(r"[^a-z0-9 ]", "", " ".join(text.lower().split()))
 
 
-# -- the public task set ---------------------------------------------------------------------------
-def test_public_file_loads_with_enough_tasks(public_tasks):
-    assert len(public_tasks) >= 100
-    ids = [t.id for t in public_tasks]
+def check_task_file_shape(tasks, id_pattern: str, families, min_tasks: int,
+                          min_per_family: int = 10) -> None:
+    """Enough tasks, unique ids matching ``id_pattern``, exactly ``families``, each well covered
+    (shared by the test sets and the development set)."""
+    assert len(tasks) >= min_tasks
+    ids = [t.id for t in tasks]
     assert len(ids) == len(set(ids)), [i for i, n in Counter(ids).items() if n > 1]
-    assert all(re.fullmatch(r"t\d{3}", i) for i in ids), ids
+    assert all(re.fullmatch(id_pattern, i) for i in ids), ids
+    counts = Counter(t.family for t in tasks)
+    assert set(counts) == set(families), counts
+    for family in families:
+        assert counts[family] >= min_per_family, (family, counts[family])
 
 
-def test_public_file_covers_every_family(public_tasks):
-    counts = Counter(t.family for t in public_tasks)
-    assert set(counts) == set(FAMILIES), counts
-    for family in FAMILIES:
-        assert counts[family] >= 10, (family, counts[family])
+# -- the public task set ---------------------------------------------------------------------------
+def test_public_file_has_enough_tasks_of_every_family(public_tasks):
+    check_task_file_shape(public_tasks, r"t\d{3}", FAMILIES, min_tasks=100)
 
 
 def test_public_texts_do_not_copy_the_prompt(public_tasks):
