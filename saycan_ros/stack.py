@@ -1,14 +1,13 @@
 """Builders that turn configuration into the core's objects (shared by the CLI and the nodes)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping
 
-from saycan_ros.kitchen import Kitchen, load_kitchen
-from saycan_ros.language import LanguageScorer
+from saycan_ros.core.kitchen import Kitchen
 from saycan_ros.llm.config import DEFAULT_MODEL, LLMConfig
-from saycan_ros.prompt import DialoguePrompt, load_prompt
-from saycan_ros.skills import SkillSet, load_skills
+from saycan_ros.planning.language import LanguageScorer
+from saycan_ros.planning.prompt import DialoguePrompt, load_prompt
+from saycan_ros.planning.vocabulary import load_vocabulary
 
 #: The model the tests load (the default one).
 TEST_MODEL = DEFAULT_MODEL
@@ -21,22 +20,6 @@ def adapter_prompt(adapter) -> DialoguePrompt:
     record = Path(adapter) / "planner.json"
     name = json.loads(record.read_text(encoding="utf-8")).get("prompt") if record.is_file() else None
     return load_prompt(name or "prompt_adapter.yaml")
-
-
-@dataclass(frozen=True)
-class Vocabulary:
-    kitchen: Kitchen
-    skills: SkillSet
-    prompt: DialoguePrompt
-
-
-def load_vocabulary(kitchen_file=None, skills_file=None, prompt_file=None) -> Vocabulary:
-    """Kitchen, skills and prompt, with the prompt checked against the skills."""
-    kitchen = load_kitchen(kitchen_file or None)
-    skills = load_skills(kitchen, skills_file or None)
-    prompt = load_prompt(prompt_file or None)
-    prompt.check_against(skills)
-    return Vocabulary(kitchen, skills, prompt)
 
 
 def make_language_scorer(llm: LLMConfig | Mapping[str, Any], prompt: DialoguePrompt,
@@ -65,7 +48,7 @@ RETRIEVAL_POOL_SIZE = 2000
 def retrieval_pool(size: int = RETRIEVAL_POOL_SIZE, seed: int = RETRIEVAL_POOL_SEED):
     """Solved dialogues of this kitchen (:mod:`saycan_ros.learning.planner_data`), each with
     the scene it was solved from; no instruction of a test set or of the development set."""
-    from saycan_ros.config import config_dir
+    from saycan_ros.core.config import config_dir
     from saycan_ros.learning.planner_data import (PlanDataGenerator, heldout_instructions,
                                                   load_lexicon)
     from saycan_ros.planning.retrieval import SolvedTask
@@ -86,7 +69,7 @@ def retrieved_examples(k: int, pool=None):
     from saycan_ros.core.paths import cache_dir
     from saycan_ros.learning.text_encoder import ENCODER_NAME, embed_texts
     from saycan_ros.planning.retrieval import ExampleRetriever
-    from saycan_ros.prompt import Example
+    from saycan_ros.planning.prompt import Example
     pool = retrieval_pool() if pool is None else list(pool)
     texts = [t.instruction for t in pool]
     key = hashlib.sha1("\n".join([ENCODER_NAME, *texts]).encode()).hexdigest()[:16]
@@ -114,17 +97,17 @@ def make_world(kind: str, kitchen: Kitchen, init=None, seed: int = 0, **options)
 
     Both offer ``reset(init)``, ``snapshot()``, ``execute(skill)``, ``revision``, ``robot_at``,
     ``holding``, ``objects`` and ``object_location(o)``. ``options`` go to the simulator
-    (e.g. ``pick="learned"``: pick with the BC policy, see :mod:`saycan_ros.sim.executor`).
+    (e.g. ``pick="learned"``: pick with the BC policy, see :mod:`saycan_ros.worlds.simulated`).
     """
-    from saycan_ros.world import SymbolicWorld
+    from saycan_ros.core.world import SymbolicWorld
     if kind == "symbolic":
         if options:
             raise ValueError(f"the symbolic world takes no options, got {sorted(options)}")
         return SymbolicWorld(kitchen, init)
     if kind == "sim":
-        from saycan_ros.sim.executor import SimulatedKitchen  # numpy + OpenCV: only when asked
+        from saycan_ros.worlds.simulated import SimulatedKitchen  # numpy + OpenCV: only when asked
         return SimulatedKitchen(kitchen, init, seed=seed, **options)
-    if kind == "nodes":   # the running node graph (saycan_ros.nodes.graph_world), reset to init
+    if kind == "nodes":   # the running node graph (saycan_ros.ros.nodes.graph_world), reset to init
         graph = options.get("graph")
         if graph is None:
             raise ValueError("world 'nodes' needs graph=NodeGraphWorld(...)")

@@ -15,19 +15,19 @@ import pytest  # noqa: E402
 
 @pytest.fixture(scope="session")
 def kitchen():
-    from saycan_ros.kitchen import load_kitchen
+    from saycan_ros.core.kitchen import load_kitchen
     return load_kitchen()
 
 
 @pytest.fixture(scope="session")
 def skills(kitchen):
-    from saycan_ros.skills import load_skills
+    from saycan_ros.core.skills import load_skills
     return load_skills(kitchen)
 
 
 @pytest.fixture(scope="session")
 def vocabulary():
-    from saycan_ros.stack import load_vocabulary
+    from saycan_ros.planning.vocabulary import load_vocabulary
     return load_vocabulary()
 
 

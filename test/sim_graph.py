@@ -13,8 +13,8 @@ from pathlib import Path
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
 
-from saycan_ros.graph import stop_processes
-from saycan_ros.nodes.common import call_service
+from saycan_ros.ros.graph import stop_processes
+from saycan_ros.ros.nodes.common import call_service
 from saycan_ros.srv import GetWorldState, ResetWorld
 
 #: How long a test's router waits for an executor's answer on top of the skill's timeout: the
@@ -34,7 +34,7 @@ class SimGraph:
         env.pop("ROS_STATIC_PEERS", None)
         self.tmp = tmp
         self.log = open(tmp / "kitchen_sim.log", "w")
-        self.sim = subprocess.Popen([sys.executable, "-m", "saycan_ros.nodes.kitchen_sim_node",
+        self.sim = subprocess.Popen([sys.executable, "-m", "saycan_ros.ros.nodes.kitchen_sim_node",
                                      "--ros-args", "-p", "camera_rate_hz:=10.0", *sim_args],
                                     cwd=tmp, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         self.context = rclpy.Context()

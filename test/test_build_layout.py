@@ -18,15 +18,15 @@ MSG_FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "msg").glob("
 SRV_FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "srv").glob("*.srv"))
 
 EXECUTABLES = {
-    "llm_scorer": "saycan_ros.nodes.llm_scorer_node",
-    "affordance": "saycan_ros.nodes.affordance_node",
-    "skill_executor": "saycan_ros.nodes.skill_executor_node",
-    "planner": "saycan_ros.nodes.planner_node",
-    "kitchen_sim": "saycan_ros.nodes.kitchen_sim_node",
-    "navigate_skill": "saycan_ros.nodes.navigate_skill_node",
-    "place_skill": "saycan_ros.nodes.place_skill_node",
-    "pick_skill": "saycan_ros.nodes.pick_skill_node",
-    "ee_view": "saycan_ros.nodes.ee_view_node",
+    "llm_scorer": "saycan_ros.ros.nodes.llm_scorer_node",
+    "affordance": "saycan_ros.ros.nodes.affordance_node",
+    "skill_executor": "saycan_ros.ros.nodes.skill_executor_node",
+    "planner": "saycan_ros.ros.nodes.planner_node",
+    "kitchen_sim": "saycan_ros.ros.nodes.kitchen_sim_node",
+    "navigate_skill": "saycan_ros.ros.nodes.navigate_skill_node",
+    "place_skill": "saycan_ros.ros.nodes.place_skill_node",
+    "pick_skill": "saycan_ros.ros.nodes.pick_skill_node",
+    "ee_view": "saycan_ros.ros.nodes.ee_view_node",
 }
 
 
@@ -182,7 +182,7 @@ def test_pyproject_scripts_match_cmake():
     data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     scripts = data["project"]["scripts"]
     expected = {name: module + ":main" for name, module in EXECUTABLES.items()}
-    expected["saycan"] = "saycan_ros.cli:main"
+    expected["saycan"] = "saycan_ros.cli.main:main"
     assert scripts == expected
     assert data["project"]["name"].replace("-", "_") != PKG, (
         "the distribution must not be named like the interface package (rosidl egg-info)")
@@ -247,31 +247,108 @@ def test_launch_files_reference_installed_executables():
                     path.name, exe)
 
 
-if __name__ == "__main__":
-    sys.exit(pytest.main([__file__, "-q"]))
+#: The layers of saycan_ros, lowest first (docs/architecture.md): a module may import only its
+#: own layer and the ones below it. ``stack`` is the one top-level module: the composition root.
+LAYERS = ("core", "robot", "llm", "planning", "sim", "learning", "skills", "strategies",
+          "worlds", "stack", "evaluation", "ros", "cli")
+GENERATED = ("msg", "srv")      # the rosidl interfaces, installed beside the package
 
 
-def _saycan_imports(path: Path) -> set[str]:
-    """The saycan_ros modules a file imports (at any depth of the file)."""
-    import ast
+def _module_name(path: Path) -> str:
+    name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    return name[:-len(".__init__")] if name.endswith(".__init__") else name
+
+
+def _saycan_imports(path: Path, top_level_only: bool = False) -> set[str]:
+    """The saycan_ros modules a file imports (anywhere in it, or only at module level)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = tree.body if top_level_only else ast.walk(tree)
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in nodes:
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
+            if node.module == PKG:            # from saycan_ros import graph
+                found.update(f"{PKG}.{a.name}" for a in node.names)
+            else:
+                found.add(node.module)
         elif isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
-    return {m for m in found if m.startswith("saycan_ros")}
+    return {m for m in found if m.startswith(PKG + ".")}
 
 
-@pytest.mark.parametrize("layer, allowed", [
-    ("core", ("saycan_ros.core",)),
-    ("robot", ("saycan_ros.robot",)),
-])
-def test_the_bottom_layers_import_nothing_above_them(layer, allowed):
-    """core/ and robot/ are what everything else builds on: they import only themselves."""
-    for path in sorted((ROOT / "saycan_ros" / layer).glob("*.py")):
-        upward = {m for m in _saycan_imports(path) if not m.startswith(allowed)}
-        assert not upward, (path.name, sorted(upward))
+def _layer(module: str) -> str:
+    return module.split(".")[1]
+
+
+def _modules():
+    return {_module_name(p): p for p in sorted((ROOT / PKG).rglob("*.py"))}
+
+
+def test_every_module_is_in_a_layer():
+    """No module outside the layers: a new folder is added to LAYERS (and the doc) on purpose."""
+    stray = [m for m in _modules() if m != PKG and _layer(m) not in LAYERS]
+    assert not stray, stray
+
+
+def test_no_module_imports_a_higher_layer():
+    """Imports point down (function-level ones too, since they run as well): like an
+    import-linter layers contract."""
+    upward = []
+    for module, path in _modules().items():
+        if module == PKG:
+            continue
+        mine = LAYERS.index(_layer(module))
+        for imported in _saycan_imports(path):
+            if _layer(imported) in GENERATED:
+                continue
+            if LAYERS.index(_layer(imported)) > mine:
+                upward.append(f"{module} -> {imported}")
+    assert not upward, upward
+
+
+def test_no_import_cycle_at_module_level():
+    """Top-level imports between saycan_ros modules form no cycle (one would break whichever
+    module is imported first)."""
+    modules = _modules()
+    graph = {}
+    for module, path in modules.items():
+        targets = set()
+        for imported in _saycan_imports(path, top_level_only=True):
+            # "from saycan_ros.x import y" may name a submodule y or an attribute of x
+            targets.add(imported if imported in modules else imported.rsplit(".", 1)[0])
+        graph[module] = {t for t in targets if t in modules and t != module}
+    state, cycles = {}, []
+
+    def visit(node, trail):
+        state[node] = "open"
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                cycles.append(trail[trail.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, trail + [nxt])
+        state[node] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert not cycles, cycles
+
+
+def test_rclpy_only_at_the_edge():
+    """ROS at the edge: rclpy is imported in ros/ (the nodes, the graph runtime, the commander)
+    and by the CLI that starts them, nowhere else."""
+    for module, path in _modules().items():
+        if module == PKG or _layer(module) in ("ros", "cli"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert "import rclpy" not in text and "from rclpy" not in text, module
+
+
+def test_the_layer_test_sees_an_upward_import(tmp_path):
+    """The contract test can fail: a core module importing the planner is caught."""
+    fake = tmp_path / "fake.py"
+    fake.write_text("def f():\n    from saycan_ros.planning.planner import Planner\n")
+    assert _saycan_imports(fake) == {"saycan_ros.planning.planner"}
+    assert LAYERS.index(_layer("saycan_ros.planning.planner")) > LAYERS.index("core")
 
 
 def test_the_robot_is_described_once():
@@ -282,3 +359,7 @@ def test_the_robot_is_described_once():
             continue
         text = path.read_text(encoding="utf-8")
         assert not [lit for lit in literals if lit in text], path
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))

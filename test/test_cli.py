@@ -13,7 +13,7 @@ MODEL = "smollm2-135m"
 
 def saycan(*args, cwd, timeout=600):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    return subprocess.run([sys.executable, "-m", "saycan_ros.cli", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "saycan_ros.cli.main", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -68,7 +68,7 @@ def test_eval_reports_a_bad_task_file_without_a_traceback(tmp_path):
 
 
 def test_the_public_task_file_is_found_by_name(tmp_path):
-    from saycan_ros.config import resolve_config
+    from saycan_ros.core.config import resolve_config
     assert Path(resolve_config("tasks.yaml", "tasks.yaml")).is_file()
 
 

@@ -1,5 +1,5 @@
 """The end-effector view from a real head camera: the ROS-free crop of a full-resolution frame
-(saycan_ros.ee_view) equals the simulator's rendered view, and the ee_view node does the same
+(saycan_ros.robot.ee_view) equals the simulator's rendered view, and the ee_view node does the same
 over DDS against a kitchen_sim subprocess that publishes a 384-px head camera and its own view;
 a pick_skill node whose view topic is silent fails the pick cleanly.
 ROS_DOMAIN_ID 64 (``SAYCAN_EE_VIEW_TEST_DOMAIN_ID``), discovery on localhost only."""
@@ -13,8 +13,8 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from saycan_ros.ee_view import crop_ee_view, ee_in_optical  # noqa: E402
-from saycan_ros.pick_policy import ee_from_joints  # noqa: E402
+from saycan_ros.robot.ee_view import crop_ee_view, ee_in_optical  # noqa: E402
+from saycan_ros.skills.pick.policy import ee_from_joints  # noqa: E402
 from saycan_ros.robot.cameras import EE_VIEW_SIZE, HEAD_CAMERA_SIZE  # noqa: E402
 from saycan_ros.sim.camera import Camera  # noqa: E402
 from saycan_ros.sim.envs import KitchenSkillEnv  # noqa: E402
@@ -67,9 +67,9 @@ def graph(tmp_path_factory):
     from sensor_msgs.msg import Image
     from sim_graph import SimGraph, running
 
-    from saycan_ros.nodes.ee_view_node import EEViewNode
-    from saycan_ros.nodes.pick_skill_node import PickSkillNode
-    from saycan_ros.pick_policy import learned_pick_available
+    from saycan_ros.ros.nodes.ee_view_node import EEViewNode
+    from saycan_ros.ros.nodes.pick_skill_node import PickSkillNode
+    from saycan_ros.skills.pick.policy import learned_pick_available
 
     class Graph(SimGraph):
         def __init__(self, tmp):
@@ -122,7 +122,7 @@ def test_ee_view_node_crops_the_head_camera_like_the_simulator_renders(graph):
 def test_pick_fails_cleanly_without_the_end_effector_view(graph):
     """A policy that takes the view, on a robot whose view topic is silent: the skill fails
     with the topic named, and the arm is left stopped."""
-    from saycan_ros.nodes.common import call_service
+    from saycan_ros.ros.nodes.common import call_service
     from saycan_ros.srv import ExecuteSkill
     if graph.pick is None or not graph.pick.policy.ee_view:
         pytest.skip("the pick policy takes no end-effector view")
@@ -137,7 +137,7 @@ def test_pick_fails_cleanly_without_the_end_effector_view(graph):
 def test_ee_view_node_rejects_joint_names_it_cannot_use(graph):
     from rclpy.parameter import Parameter
 
-    from saycan_ros.nodes.ee_view_node import EEViewNode
+    from saycan_ros.ros.nodes.ee_view_node import EEViewNode
     with pytest.raises(ValueError, match="joint_names must name the lift, yaw and extend"):
         EEViewNode(context=graph.context, parameter_overrides=[
             Parameter("joint_names", value=["arm_lift_joint", "arm_yaw_joint"])])
@@ -148,7 +148,7 @@ def test_kitchen_sim_runs_without_the_view_on_a_camera_it_does_not_have(graph):
     (rather than crashing the robot's whole simulation)."""
     from rclpy.parameter import Parameter
 
-    from saycan_ros.nodes.kitchen_sim_node import KitchenSimNode
+    from saycan_ros.ros.nodes.kitchen_sim_node import KitchenSimNode
     node = KitchenSimNode(context=graph.context, parameter_overrides=[
         Parameter("ee_view_camera", value="elbow")])
     try:

@@ -3,9 +3,9 @@ merged reports must equal the sequential run's, task for task (the simulator's w
 seeded by task index, so a chunk must start from its first task's seed)."""
 import pytest
 
-from saycan_ros.eval_runner import EvalJob, run_jobs, task_chunks
+from saycan_ros.evaluation.runner import EvalJob, run_jobs, task_chunks
 from saycan_ros.stack import TEST_MODEL
-from saycan_ros.tasks import load_tasks
+from saycan_ros.core.tasks import load_tasks
 
 from test_tasks import CONFIG
 
@@ -47,7 +47,7 @@ def test_every_affordance_model_type_resolves_in_a_fresh_interpreter():
     ``affordance_sim.yaml`` died with "unknown affordance model 'learned_pick'"."""
     import subprocess
     import sys
-    code = ("from saycan_ros.affordance import AFFORDANCE_MODELS, affordance_model_type\n"
+    code = ("from saycan_ros.planning.affordance import AFFORDANCE_MODELS, affordance_model_type\n"
             "print(sorted(n for n in AFFORDANCE_MODELS if callable(affordance_model_type(n))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True).stdout

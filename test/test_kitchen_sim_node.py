@@ -24,7 +24,7 @@ from sensor_msgs.msg import CameraInfo, Image, JointState, LaserScan  # noqa: E4
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
 
-from saycan_ros.kitchen import load_kitchen  # noqa: E402
+from saycan_ros.core.kitchen import load_kitchen  # noqa: E402
 from saycan_ros.robot.cameras import EE_VIEW_SIZE, HEAD_CAMERA_SIZE  # noqa: E402
 from saycan_ros.sim.camera import WristCamera  # noqa: E402
 from saycan_ros.sim.world import KitchenWorld  # noqa: E402
@@ -125,7 +125,7 @@ class Probe:
 def sim():
     env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", ROS_DOMAIN_ID=str(DOMAIN_ID))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "saycan_ros.nodes.kitchen_sim_node", "--ros-args",
+        [sys.executable, "-m", "saycan_ros.ros.nodes.kitchen_sim_node", "--ros-args",
          "-p", f"cmd_timeout_s:={CMD_TIMEOUT_S}", "-p", "camera_rate_hz:=10.0",
          # A parameter value is YAML: quote the JSON so that it stays a string.
          "-p", "seed:=3", "-p", "init:='{\"robot_at\": \"table\"}'"],

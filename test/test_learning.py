@@ -151,9 +151,9 @@ def test_value_is_high_when_the_object_is_in_reach(env, value):
 
 
 def test_learned_pick_affordance_scores_all_candidates_in_one_pass(env, vocabulary):
-    from saycan_ros.affordance import (AFFORDANCE_MODELS, AffordanceContext, load_affordance,
+    from saycan_ros.planning.affordance import (AFFORDANCE_MODELS, AffordanceContext, load_affordance,
                                        make_affordance_model)
-    from saycan_ros.world import WorldSnapshot
+    from saycan_ros.core.world import WorldSnapshot
     assert "learned_pick" in AFFORDANCE_MODELS
     model = make_affordance_model({"type": "learned_pick"})
     obs, info = D.reset_to(env, D.StartSpec(seed=5200, object="orange", location="table"))
@@ -177,8 +177,8 @@ def test_learned_pick_affordance_scores_all_candidates_in_one_pass(env, vocabula
                    "water bottle 0.98, 7up can 0.91, redbull can 0.83, apple 0.56 (look-alikes); "
                    "the mean over absent objects is 0.44")
 def test_absent_look_alikes_score_low_in_one_scene(env, vocabulary):
-    from saycan_ros.affordance import AffordanceContext, make_affordance_model
-    from saycan_ros.world import WorldSnapshot
+    from saycan_ros.planning.affordance import AffordanceContext, make_affordance_model
+    from saycan_ros.core.world import WorldSnapshot
     model = make_affordance_model({"type": "learned_pick"})
     obs, info = D.reset_to(env, D.StartSpec(seed=5200, object="orange", location="table"))
     scene = info["world"]["objects"]
@@ -214,7 +214,7 @@ def test_ece_and_auroc():
 
 
 def test_skill_result_line():
-    from saycan_ros.skills_eval_cli import SkillEvalReport
+    from saycan_ros.cli.eval_skill import SkillEvalReport
     report = SkillEvalReport("pick", groups={"apple": [150, 150], "orange": [133, 150]})
     assert report.summary_line() == "skill pick: success 283/300 (94.3%)"
 
@@ -222,8 +222,8 @@ def test_skill_result_line():
 def test_cli_registers_its_commands():
     import argparse
 
-    from saycan_ros.learning.cli import register_cli
-    from saycan_ros.skills_eval_cli import register_cli as register_eval_skill
+    from saycan_ros.cli.train import register_cli
+    from saycan_ros.cli.eval_skill import register_cli as register_eval_skill
     parser = argparse.ArgumentParser(prog="saycan")
     sub = parser.add_subparsers(dest="command", required=True)
     register_cli(sub)
@@ -239,7 +239,7 @@ def test_cli_registers_its_commands():
 def test_train_overrides_parse_json_and_keep_plain_text():
     """``--set`` values are JSON where they parse and text otherwise: ``train.precision=fp32``
     used to die in the JSON parser (its first letter looked like ``false``)."""
-    from saycan_ros.learning.cli import _overrides
+    from saycan_ros.cli.train import _overrides
     assert _overrides(["train.steps=200", "train.precision=fp32", "data.noise=[0, 0.1]",
                        "train.oversample={\"box\": 2}", "model.coord_conv=false",
                        "train.lr=1e-3", "dagger.rounds=-1", 'data.name="tall"']) == {
@@ -267,7 +267,7 @@ def test_train_overrides_parse_json_and_keep_plain_text():
     ("bc", "model.ee_camera=elbow", "ee_camera: expected one of ('crop', 'wrist')")])
 def test_train_rejects_a_bad_setting_in_one_line_before_any_work(tmp_path, command, setting,
                                                                   message):
-    from saycan_ros.cli import main
+    from saycan_ros.cli.main import main
     with pytest.raises(SystemExit) as exit_:
         main(["train", command, "--out", str(tmp_path / "x.pt"), "--set", setting])
     assert str(exit_.value).startswith(f"saycan train {command}: ") and message in str(exit_.value)
@@ -299,7 +299,7 @@ def test_train_bc_reproduces_its_weights_from_a_seed(tmp_path, monkeypatch):
 
 
 def test_saycan_cli_has_the_learning_commands():
-    from saycan_ros.cli import build_parser
+    from saycan_ros.cli.main import build_parser
     parser = build_parser()
     assert parser.parse_args(["train", "bc", "--seed", "3"]).seed == 3
     assert parser.parse_args(["eval-skill", "pick"]).skill == "pick"

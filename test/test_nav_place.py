@@ -5,14 +5,14 @@ import math
 import numpy as np
 import pytest
 
-from saycan_ros.kitchen import load_kitchen
-from saycan_ros.nav import (ERROR_CODES, GlobalPlanner, CostMap, GridMap, Navigator, NavParams,
+from saycan_ros.core.kitchen import load_kitchen
+from saycan_ros.skills.navigation import (ERROR_CODES, GlobalPlanner, CostMap, GridMap, Navigator, NavParams,
                             NavStatus, PlanFailure, ScanData)
-from saycan_ros.place_executor import (ArmModel, CameraModel, PlaceController, PlaceParams,
+from saycan_ros.skills.place.controller import (ArmModel, CameraModel, PlaceController, PlaceParams,
                                        candidate_spots, location_at, visible_free)
 from saycan_ros.sim.floorplan import FloorPlan
 from saycan_ros.sim.navigation import RESOLUTION
-from saycan_ros.skills_eval_cli import (SKILL_EVALUATORS, drive, evaluate_navigation,
+from saycan_ros.cli.eval_skill import (SKILL_EVALUATORS, drive, evaluate_navigation,
                                         evaluate_place, register_cli)
 
 

@@ -11,13 +11,13 @@ from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
-from saycan_ros.commander import SayCanCommander  # noqa: E402
-from saycan_ros.language import LanguageScorer  # noqa: E402
-from saycan_ros.nodes.affordance_node import AffordanceNode  # noqa: E402
-from saycan_ros.nodes.common import call_service  # noqa: E402
-from saycan_ros.nodes.llm_scorer_node import LlmScorerNode  # noqa: E402
-from saycan_ros.nodes.planner_node import PlannerNode  # noqa: E402
-from saycan_ros.nodes.skill_executor_node import SkillExecutorNode  # noqa: E402
+from saycan_ros.ros.commander import SayCanCommander  # noqa: E402
+from saycan_ros.planning.language import LanguageScorer  # noqa: E402
+from saycan_ros.ros.nodes.affordance_node import AffordanceNode  # noqa: E402
+from saycan_ros.ros.nodes.common import call_service  # noqa: E402
+from saycan_ros.ros.nodes.llm_scorer_node import LlmScorerNode  # noqa: E402
+from saycan_ros.ros.nodes.planner_node import PlannerNode  # noqa: E402
+from saycan_ros.ros.nodes.skill_executor_node import SkillExecutorNode  # noqa: E402
 from saycan_ros.srv import ExecuteSkill, SkillScore  # noqa: E402
 
 

@@ -23,7 +23,7 @@ rclpy = pytest.importorskip("rclpy", reason="rclpy (ros-kilted-rclpy) is not ins
 
 from sim_graph import ROUTER_MARGIN_S, WIND_DOWN_S, SimGraph, running  # noqa: E402
 
-from saycan_ros.pick_policy import learned_pick_available, learned_value_available  # noqa: E402
+from saycan_ros.skills.pick.policy import learned_pick_available, learned_value_available  # noqa: E402
 from saycan_ros.robot.cameras import HEAD_CAMERA_SIZE  # noqa: E402
 
 if not (learned_pick_available() and learned_value_available()):
@@ -34,14 +34,14 @@ from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from saycan_ros.checker import TimeoutProbe, check_skill_executor  # noqa: E402
-from saycan_ros.kitchen import load_kitchen  # noqa: E402
-from saycan_ros.nodes.affordance_node import AffordanceNode  # noqa: E402
-from saycan_ros.nodes.common import AFFORDANCE_SERVICE, call_service  # noqa: E402
-from saycan_ros.nodes.pick_skill_node import PickSkillNode  # noqa: E402
-from saycan_ros.nodes.routing import RoutingExecutor  # noqa: E402
-from saycan_ros.registry import load_registry  # noqa: E402
-from saycan_ros.skills import load_skills  # noqa: E402
+from saycan_ros.planning.checker import TimeoutProbe, check_skill_executor  # noqa: E402
+from saycan_ros.core.kitchen import load_kitchen  # noqa: E402
+from saycan_ros.ros.nodes.affordance_node import AffordanceNode  # noqa: E402
+from saycan_ros.ros.nodes.common import AFFORDANCE_SERVICE, call_service  # noqa: E402
+from saycan_ros.ros.nodes.pick_skill_node import PickSkillNode  # noqa: E402
+from saycan_ros.ros.nodes.routing import RoutingExecutor  # noqa: E402
+from saycan_ros.planning.skill_registry import load_registry  # noqa: E402
+from saycan_ros.core.skills import load_skills  # noqa: E402
 from saycan_ros.srv import ExecuteSkill, SkillScore  # noqa: E402
 
 pytestmark = pytest.mark.timeout(180)
@@ -225,8 +225,8 @@ def test_affordance_node_fails_cleanly_without_camera(graph):
 
 # -- saycan eval --executor nodes: the world behind the planner is the node graph ---------------
 def test_node_graph_world_runs_an_errand(graph):
-    from saycan_ros.nodes.graph_world import NodeGraphWorld
-    from saycan_ros.tasks import TaskInit
+    from saycan_ros.ros.nodes.graph_world import NodeGraphWorld
+    from saycan_ros.core.tasks import TaskInit
     kitchen = load_kitchen()
     other = 90 + (DOMAIN_ID - 90 + 5) % 10            # its own kitchen_sim, apart from `graph`
     world = NodeGraphWorld(kitchen, graph.skills, domain_id=other)

@@ -5,14 +5,14 @@ import threading
 import numpy as np
 import pytest
 
-from saycan_ros.affordance import load_affordance
-from saycan_ros.evaluation import evaluate
-from saycan_ros.language import LanguageScorer, ScoringError, normalise_logprobs
-from saycan_ros.local import LocalAffordance, LocalLanguage, WorldExecutor
-from saycan_ros.planner import ExecutionResult, Planner
+from saycan_ros.planning.affordance import load_affordance
+from saycan_ros.evaluation.plans import evaluate
+from saycan_ros.planning.language import LanguageScorer, ScoringError, normalise_logprobs
+from saycan_ros.planning.local import LocalAffordance, LocalLanguage, WorldExecutor
+from saycan_ros.planning.planner import ExecutionResult, Planner
 from saycan_ros.strategies.registry import make_strategy
-from saycan_ros.tasks import parse_tasks
-from saycan_ros.world import SymbolicWorld
+from saycan_ros.core.tasks import parse_tasks
+from saycan_ros.core.world import SymbolicWorld
 
 
 class ScriptedLanguage:
@@ -112,7 +112,7 @@ def test_a_strategy_cannot_run_an_unregistered_skill(vocabulary):
             pass
 
         def decide(self, ctx):
-            from saycan_ros.planner import Decision
+            from saycan_ros.planning.planner import Decision
             z = np.zeros(len(ctx.skills))
             return Decision(z, z, z, "open the fridge")
 

@@ -11,9 +11,9 @@ import yaml
 from saycan_ros.learning.planner_data import (TEST_SETS, PlanDataGenerator, load_lexicon,
                                               normalise, heldout_instructions)
 from saycan_ros.planning.scene import scene_line, scene_of
-from saycan_ros.prompt import load_prompt
-from saycan_ros.tasks import TaskInit, load_tasks
-from saycan_ros.world import SymbolicWorld
+from saycan_ros.planning.prompt import load_prompt
+from saycan_ros.core.tasks import TaskInit, load_tasks
+from saycan_ros.core.world import SymbolicWorld
 
 CONFIG = Path(__file__).resolve().parent.parent / "config"
 MODELS = Path(__file__).resolve().parent.parent / "models"
@@ -104,7 +104,7 @@ def test_scene_line_names_place_hand_and_objects(kitchen):
 
 
 def test_the_scene_is_shown_only_where_the_prompt_asks(kitchen):
-    from saycan_ros.language import LanguageScorer
+    from saycan_ros.planning.language import LanguageScorer
 
     class Recorder:
         name = "recorder"
@@ -123,9 +123,9 @@ def test_the_scene_is_shown_only_where_the_prompt_asks(kitchen):
 
 
 def test_planner_reads_the_scene_once_when_the_plan_starts(kitchen, skills):
-    from saycan_ros.planner import Planner
+    from saycan_ros.planning.planner import Planner
     from saycan_ros.strategies.registry import make_strategy
-    from saycan_ros.local import WorldExecutor
+    from saycan_ros.planning.local import WorldExecutor
     import numpy as np
 
     class Scripted:
@@ -179,7 +179,8 @@ needs_adapter = pytest.mark.skipif(not (MODELS / "planner_smollm2" / "adapter_co
 
 @pytest.fixture(scope="module")
 def adapted_scorer():
-    from saycan_ros.stack import load_vocabulary, make_language_scorer
+    from saycan_ros.planning.vocabulary import load_vocabulary
+    from saycan_ros.stack import make_language_scorer
     vocabulary = load_vocabulary()
     return vocabulary, make_language_scorer({"model": "smollm2-135m", "adapter": "auto"},
                                             vocabulary.prompt)
@@ -210,8 +211,8 @@ def test_adapter_none_is_the_frozen_model_with_its_few_shot_prompt():
 
 @needs_adapter
 def test_real_model_plans_three_long_horizon_dev_tasks(adapted_scorer):
-    from saycan_ros.affordance import load_affordance
-    from saycan_ros.evaluation import evaluate
+    from saycan_ros.planning.affordance import load_affordance
+    from saycan_ros.evaluation.plans import evaluate
     vocabulary, scorer = adapted_scorer
     tasks = {t.id: t for t in load_tasks(CONFIG / "tasks_dev.yaml", vocabulary.kitchen)}
     chosen = [tasks[i] for i in ("d127", "d128", "d133")]   # d135 fails with data v2 (stops after two)
@@ -240,7 +241,7 @@ def test_prior_correction_math():
 
 def test_scorer_divides_out_the_content_free_prior():
     import numpy as np
-    from saycan_ros.language import LanguageScorer
+    from saycan_ros.planning.language import LanguageScorer
     from saycan_ros.planning.calibration import CONTENT_FREE
 
     class Table:
@@ -261,8 +262,8 @@ def test_scorer_divides_out_the_content_free_prior():
 
 # -- retrieved examples in the SayCan prompt ---------------------------------------------------
 def test_retrieved_examples_join_the_prefix_once_per_instruction():
-    from saycan_ros.language import LanguageScorer
-    from saycan_ros.prompt import Example
+    from saycan_ros.planning.language import LanguageScorer
+    from saycan_ros.planning.prompt import Example
 
     class Recorder:
         name = "recorder"

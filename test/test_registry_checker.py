@@ -5,14 +5,14 @@ import math
 import numpy as np
 import pytest
 
-from saycan_ros.affordance import AFFORDANCE_MODELS, AffordanceContext, make_affordance_model
-from saycan_ros.checker import (ContractError, TimeoutProbe, check_affordance_model,
+from saycan_ros.planning.affordance import AFFORDANCE_MODELS, AffordanceContext, make_affordance_model
+from saycan_ros.planning.checker import (ContractError, TimeoutProbe, check_affordance_model,
                                 check_skill_executor)
-from saycan_ros.planner import ExecutionResult
-from saycan_ros.registry import (RegistryError, UnregisteredSkillError, load_registry,
+from saycan_ros.planning.planner import ExecutionResult
+from saycan_ros.planning.skill_registry import (RegistryError, UnregisteredSkillError, load_registry,
                                  registry_from_dict)
-from saycan_ros.tasks import TaskInit
-from saycan_ros.world import SymbolicWorld
+from saycan_ros.core.tasks import TaskInit
+from saycan_ros.core.world import SymbolicWorld
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +130,7 @@ def test_path_distance_is_distance_along_the_path(vocabulary, contexts):
 
 
 def test_path_distance_unreachable_is_zero(vocabulary, contexts):
-    from saycan_ros.nav import GridMap
+    from saycan_ros.skills.navigation import GridMap
     model = make_affordance_model({"type": "path_distance"})
     grid = np.zeros((120, 160), dtype=np.int8)
     grid[:, 40] = 100                                    # a wall across the kitchen at x = 2 m

@@ -7,16 +7,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from saycan_ros.affordance import load_affordance
-from saycan_ros.evaluation import EvalReport, TaskOutcome, replay_reaches_goal
-from saycan_ros.local import LocalAffordance, WorldExecutor
-from saycan_ros.planner import ExecutionResult, Planner, PlanResult, StepRecord
+from saycan_ros.planning.affordance import load_affordance
+from saycan_ros.evaluation.plans import EvalReport, TaskOutcome, replay_reaches_goal
+from saycan_ros.planning.local import LocalAffordance, WorldExecutor
+from saycan_ros.planning.planner import ExecutionResult, Planner, PlanResult, StepRecord
 from saycan_ros.strategies.registry import make_strategy
-from saycan_ros.report import (ATTRIBUTIONS, RightSkills, attribute_failure,
+from saycan_ros.evaluation.report import (ATTRIBUTIONS, RightSkills, attribute_failure,
                                has_skill_probabilities, render_markdown, write_report)
-from saycan_ros.solver import clone_world, right_next_skills, solve, start_world
-from saycan_ros.tasks import Task, TaskInit, load_tasks, parse_goal
-from saycan_ros.world import SymbolicWorld
+from saycan_ros.core.solver import clone_world, right_next_skills, solve, start_world
+from saycan_ros.core.tasks import Task, TaskInit, load_tasks, parse_goal
+from saycan_ros.core.world import SymbolicWorld
 
 CONFIG = Path(__file__).resolve().parent.parent / "config"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -140,7 +140,7 @@ def test_a_walk_along_right_skills_reaches_the_goal(vocabulary, tasks):
 def test_the_search_model_agrees_with_the_symbolic_world(vocabulary, tasks):
     """The solver's cached skill effects equal SymbolicWorld.execute on states met on random
     walks (tracking every object)."""
-    from saycan_ros.solver import _SkillEffects
+    from saycan_ros.core.solver import _SkillEffects
     kitchen, skills = vocabulary.kitchen, vocabulary.skills
     rng = np.random.default_rng(0)
     actions = skills.of_kind("navigate", "navigate_to_object", "pick", "place")

@@ -7,15 +7,16 @@ import re
 import numpy as np
 import pytest
 
-from saycan_ros.kitchen import GRIPPER, load_kitchen
+from saycan_ros.core.kitchen import GRIPPER, load_kitchen
 from saycan_ros.sim.bench import format_sim_result, run_sim_bench
 from saycan_ros.sim.camera import Camera
 from saycan_ros.sim.floorplan import OCCUPIED, FloorPlan
 from saycan_ros.sim.navigation import GridPlanner
-from saycan_ros.sim.render import TopDownRenderer, render_kitchen
+from saycan_ros.sim.render import TopDownRenderer
+from saycan_ros.worlds.render import render_kitchen
 from saycan_ros.sim.scan import LaserScanner
 from saycan_ros.sim.world import FLOOR, KitchenWorld
-from saycan_ros.tasks import TaskError
+from saycan_ros.core.tasks import TaskError
 
 
 @pytest.fixture(scope="module")
@@ -246,10 +247,10 @@ def test_planner_connects_every_location(kitchen):
 
 
 def test_simulated_kitchen_executes_an_errand(kitchen):
-    from saycan_ros.sim.executor import SimulatedKitchen
-    from saycan_ros.skills import load_skills
-    from saycan_ros.tasks import TaskInit
-    from saycan_ros.world import SymbolicWorld
+    from saycan_ros.worlds.simulated import SimulatedKitchen
+    from saycan_ros.core.skills import load_skills
+    from saycan_ros.core.tasks import TaskInit
+    from saycan_ros.core.world import SymbolicWorld
 
     skills = load_skills(kitchen)
     init = TaskInit.from_mapping({"robot_at": "table"}, kitchen)

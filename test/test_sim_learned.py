@@ -4,15 +4,15 @@ simulator's camera (``saycan eval --executor sim``), without ROS. Real weights
 import numpy as np
 import pytest
 
-from saycan_ros.kitchen import load_kitchen
-from saycan_ros.pick_policy import (gripper_opening, learned_pick_available,
+from saycan_ros.core.kitchen import load_kitchen
+from saycan_ros.skills.pick.policy import (gripper_opening, learned_pick_available,
                                     learned_value_available, policy_state, sim_eval_setup,
                                     twist_of)
 from saycan_ros.robot.arm import HOME
 from saycan_ros.robot.cameras import HEAD_CAMERA_SIZE
 from saycan_ros.sim.arm import Arm
 from saycan_ros.sim.control import STEP_M
-from saycan_ros.skills import load_skills
+from saycan_ros.core.skills import load_skills
 from saycan_ros.stack import make_world
 
 EASY = {"robot_at": "far counter", "objects": {"coke can": "far counter"},
@@ -92,8 +92,8 @@ def test_learned_pick_fails_when_the_object_is_not_there(kitchen):
 
 @needs_weights
 def test_local_affordance_scores_picks_from_the_sim_camera(kitchen):
-    from saycan_ros.affordance import load_affordance
-    from saycan_ros.local import LocalAffordance
+    from saycan_ros.planning.affordance import load_affordance
+    from saycan_ros.planning.local import LocalAffordance
     skills = load_skills(kitchen)
     scorer = load_affordance(sim_eval_setup()[1])
     model = scorer.models["pick"]
@@ -110,8 +110,8 @@ def test_local_affordance_scores_picks_from_the_sim_camera(kitchen):
 
 def test_task_init_as_reset_json(kitchen):
     import json
-    from saycan_ros.nodes.graph_world import init_to_json
-    from saycan_ros.tasks import TaskInit
+    from saycan_ros.ros.nodes.graph_world import init_to_json
+    from saycan_ros.core.tasks import TaskInit
     init = TaskInit.from_mapping({"robot_at": "table", "objects": {"apple": "user"},
                                   "absent": ["sponge"]}, kitchen)
     assert json.loads(init_to_json(init)) == {"robot_at": "table", "objects": {"apple": "user"},
@@ -121,8 +121,8 @@ def test_task_init_as_reset_json(kitchen):
 
 
 def test_only_learned_models_make_the_world_observe(kitchen):
-    from saycan_ros.affordance import load_affordance
-    from saycan_ros.local import LocalAffordance, needs_observation
+    from saycan_ros.planning.affordance import load_affordance
+    from saycan_ros.planning.local import LocalAffordance, needs_observation
     skills = load_skills(kitchen)
     world = make_world("sim", kitchen, EASY)
     calls = []

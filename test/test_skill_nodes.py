@@ -25,15 +25,15 @@ from sim_graph import ROUTER_MARGIN_S, WIND_DOWN_S, SimGraph, running  # noqa: E
 from rclpy.parameter import Parameter  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from saycan_ros.checker import TimeoutProbe, check_skill_executor  # noqa: E402
-from saycan_ros.config import config_dir  # noqa: E402
-from saycan_ros.nodes.common import call_service  # noqa: E402
-from saycan_ros.nodes.navigate_skill_node import NavigateSkillNode  # noqa: E402
-from saycan_ros.nodes.place_skill_node import PlaceSkillNode  # noqa: E402
-from saycan_ros.nodes.routing import RoutingExecutor  # noqa: E402
-from saycan_ros.registry import load_registry  # noqa: E402
-from saycan_ros.skills import load_skills  # noqa: E402
-from saycan_ros.kitchen import load_kitchen  # noqa: E402
+from saycan_ros.planning.checker import TimeoutProbe, check_skill_executor  # noqa: E402
+from saycan_ros.core.config import config_dir  # noqa: E402
+from saycan_ros.ros.nodes.common import call_service  # noqa: E402
+from saycan_ros.ros.nodes.navigate_skill_node import NavigateSkillNode  # noqa: E402
+from saycan_ros.ros.nodes.place_skill_node import PlaceSkillNode  # noqa: E402
+from saycan_ros.ros.nodes.routing import RoutingExecutor  # noqa: E402
+from saycan_ros.planning.skill_registry import load_registry  # noqa: E402
+from saycan_ros.core.skills import load_skills  # noqa: E402
+from saycan_ros.core.kitchen import load_kitchen  # noqa: E402
 from saycan_ros.srv import ExecuteSkill  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)

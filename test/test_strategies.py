@@ -7,10 +7,10 @@ import re
 import pytest
 import yaml
 
-from saycan_ros.affordance import load_affordance
-from saycan_ros.config import ConfigError
-from saycan_ros.evaluation import evaluate
-from saycan_ros.planner import StepContext
+from saycan_ros.planning.affordance import load_affordance
+from saycan_ros.core.config import ConfigError
+from saycan_ros.evaluation.plans import evaluate
+from saycan_ros.planning.planner import StepContext
 from saycan_ros.strategies.registry import make_strategy, strategy_names
 from saycan_ros.strategies.baselines import sequence_text, skill_sequences
 from saycan_ros.strategies.chain_of_thought import load_cot_prompt
@@ -18,7 +18,7 @@ from saycan_ros.strategies.llm_planner import parse_plan
 from saycan_ros.strategies.resources import StrategyResources, minilm_embedder
 from saycan_ros.strategies.retrieval import ExampleRetriever, load_pool
 from saycan_ros.strategies.translation import SkillTranslator, normalise_step
-from saycan_ros.tasks import load_tasks
+from saycan_ros.core.tasks import load_tasks
 
 from test_tasks import CONFIG, _norm
 
@@ -30,7 +30,7 @@ def embed():
 
 @pytest.fixture(scope="module")
 def resources(vocabulary, test_scorer):
-    from saycan_ros.eval_runner import strategy_resources
+    from saycan_ros.evaluation.runner import strategy_resources
     return strategy_resources(vocabulary, test_scorer, seed=0)
 
 
@@ -111,7 +111,7 @@ def test_bc_use_projects_onto_single_skills_and_pairs(vocabulary, resources):
 
 
 def test_the_registry_names_each_class_and_what_it_needs(vocabulary):
-    from saycan_ros.planner import Strategy
+    from saycan_ros.planning.planner import Strategy
     from saycan_ros.strategies.registry import STRATEGIES, node_strategy_names
     for spec in STRATEGIES.values():
         cls = spec.load()
@@ -185,10 +185,10 @@ def test_llm_planner_replans_after_a_failed_skill(vocabulary, resources):
     """Scripted generator: the first plan picks what is not there; after the failure the
     strategy asks again (with the completed steps and the objects seen) and finishes."""
     from saycan_ros.llm.backend import Generation
-    from saycan_ros.local import WorldExecutor
-    from saycan_ros.planner import Planner
-    from saycan_ros.evaluation import observation_of
-    from saycan_ros.world import SymbolicWorld
+    from saycan_ros.planning.local import WorldExecutor
+    from saycan_ros.planning.planner import Planner
+    from saycan_ros.evaluation.plans import observation_of
+    from saycan_ros.core.world import SymbolicWorld
 
     class Scripted:
         def __init__(self):
@@ -218,6 +218,6 @@ def test_llm_planner_replans_after_a_failed_skill(vocabulary, resources):
 @pytest.mark.parametrize("argv", [["--strategies", "magic"], ["--max-failures", "-1"],
                                   ["--jobs", "0"], ["--jobs", "2", "--executor", "nodes"]])
 def test_eval_cli_rejects_bad_options_before_loading_a_model(argv, capsys):
-    from saycan_ros.cli import main
+    from saycan_ros.cli.main import main
     assert main(["eval", "--tasks", "tasks.yaml", "--limit", "1", *argv]) == 2
     assert "saycan eval:" in capsys.readouterr().err

@@ -1,7 +1,7 @@
 """Task files (config/tasks.yaml, config/tasks_extra.yaml), their parser and the goal checker.
 
 Every task must be solvable: a breadth-first search over the symbolic world
-(:mod:`saycan_ros.solver`, also the oracle of the report's failure attribution) finds a plan of
+(:mod:`saycan_ros.core.solver`, also the oracle of the report's failure attribution) finds a plan of
 at most 19 skills (plus ``done``: the planner's 20 steps) that reaches the goal, and the goal
 does not already hold at the start.
 """
@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from saycan_ros.kitchen import GRIPPER, load_kitchen
-from saycan_ros.solver import MAX_PLAN_SKILLS, find_plan, goal_terms, solve
-from saycan_ros.tasks import (FAMILIES, MAX_INSTRUCTION_CHARS, GoalExpr, Task, TaskError,
+from saycan_ros.core.kitchen import GRIPPER, load_kitchen
+from saycan_ros.core.solver import MAX_PLAN_SKILLS, find_plan, goal_terms, solve
+from saycan_ros.core.tasks import (FAMILIES, MAX_INSTRUCTION_CHARS, GoalExpr, Task, TaskError,
                               TaskInit, load_tasks, parse_goal, parse_tasks)
-from saycan_ros.world import SymbolicWorld
+from saycan_ros.core.world import SymbolicWorld
 
 DEMO = "I spilled my coke, can you bring me something to clean it up?"
 # The checkout's own files (not whatever config dir an installed saycan_ros resolves to).
@@ -308,7 +308,7 @@ def test_error_in_a_loaded_file_names_the_file_and_task(kitchen, tmp_path):
 
 @pytest.mark.parametrize("bad_id", ["", "   ", None])
 def test_empty_id_is_rejected(kitchen, bad_id):
-    """BUG (saycan_ros/tasks.py, parse_tasks): an id of "" / whitespace / null is accepted
+    """BUG (saycan_ros/core/tasks.py, parse_tasks): an id of "" / whitespace / null is accepted
     (``str(item.get("id", ""))`` turns null into the id "None"; an empty id passes because only
     a *missing* key is checked). Results and reports cannot name such a task."""
     data = _doc(id="x")
@@ -327,7 +327,7 @@ def test_empty_id_is_rejected(kitchen, bad_id):
     ({"holding": "orange", "objects": {"orange": "far counter"}}, "orange"),
 ])
 def test_contradictory_init_is_rejected(kitchen, init, obj):
-    """BUG (saycan_ros/tasks.py, TaskInit.from_mapping): like held+absent (rejected), an object
+    """BUG (saycan_ros/core/tasks.py, TaskInit.from_mapping): like held+absent (rejected), an object
     both placed by ``objects`` and listed ``absent`` (or also ``holding``) is a contradiction, but
     it is accepted silently and one of the two is dropped by ``scene()``."""
     try:

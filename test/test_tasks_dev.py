@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from saycan_ros.solver import MAX_PLAN_SKILLS, find_plan
-from saycan_ros.tasks import FAMILIES, Task, load_tasks
+from saycan_ros.core.solver import MAX_PLAN_SKILLS, find_plan
+from saycan_ros.core.tasks import FAMILIES, Task, load_tasks
 from saycan_ros.learning.planner_data import normalise
-from saycan_ros.world import SymbolicWorld
+from saycan_ros.core.world import SymbolicWorld
 from test_tasks import check_task_file_shape, replay
 
 CONFIG = Path(__file__).resolve().parent.parent / "config"

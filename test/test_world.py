@@ -1,4 +1,4 @@
-"""The symbolic world (saycan_ros/world.py) and the affordance scorer (saycan_ros/affordance.py)."""
+"""The symbolic world (saycan_ros/core/world.py) and the affordance scorer (saycan_ros/planning/affordance.py)."""
 from __future__ import annotations
 
 import math
@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import yaml
 
-from saycan_ros.affordance import (AffordanceContext, AffordanceScorer, affordance_from_dict,
+from saycan_ros.planning.affordance import (AffordanceContext, AffordanceScorer, affordance_from_dict,
                                    check_covers, load_affordance, make_affordance_model)
-from saycan_ros.config import ConfigError
-from saycan_ros.kitchen import GRIPPER, USER
-from saycan_ros.skills import Skill, SkillSet
-from saycan_ros.tasks import TaskInit
-from saycan_ros.world import SymbolicWorld, WorldSnapshot, effect_holds, target_location
+from saycan_ros.core.config import ConfigError
+from saycan_ros.core.kitchen import GRIPPER, USER
+from saycan_ros.core.skills import Skill, SkillSet
+from saycan_ros.core.tasks import TaskInit
+from saycan_ros.core.world import SymbolicWorld, WorldSnapshot, effect_holds, target_location
 
 CONFIG = Path(__file__).resolve().parent.parent / "config"
 

@@ -2,7 +2,7 @@
 
 - ``SAYCAN_CONFIG_DIR``: the configuration files (default: the checkout's ``config/``, then
   ``share/saycan_ros/config`` of an install prefix or the ament index), see
-  :func:`saycan_ros.config.config_dir`.
+  :func:`saycan_ros.core.config.config_dir`.
 - ``SAYCAN_MODELS_DIR``: the shipped weights (default: the checkout's ``models/``, then
   ``share/saycan_ros/models``).
 - ``SAYCAN_CACHE_DIR``: everything computed once and kept (converted language models under

@@ -7,7 +7,7 @@ import json
 import typing
 from typing import Any, Mapping, TypeVar
 
-from saycan_ros.config import ConfigError, load_yaml
+from saycan_ros.core.config import ConfigError, load_yaml
 
 T = TypeVar("T")
 

@@ -54,7 +54,7 @@ def data_dir() -> Path:
 
 
 def pick_objects() -> list[str]:
-    from saycan_ros.kitchen import load_kitchen
+    from saycan_ros.core.kitchen import load_kitchen
     return list(load_kitchen().objects)
 
 

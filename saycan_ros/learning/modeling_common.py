@@ -456,7 +456,7 @@ def training_host(threads: int) -> dict:
 def resolve_precision(precision: str) -> str:
     """``fp32`` or ``bf16``: ``auto`` is bf16 where the CPU has it natively, else fp32."""
     if precision not in PRECISIONS:
-        from saycan_ros.config import ConfigError     # a ValueError
+        from saycan_ros.core.config import ConfigError     # a ValueError
         raise ConfigError(f"precision: expected one of {PRECISIONS}, got {precision!r}")
     if precision == "auto":
         return "bf16" if native_bf16() else "fp32"

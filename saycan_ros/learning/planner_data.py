@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from saycan_ros.config import ConfigError, load_yaml
-from saycan_ros.kitchen import GRIPPER, USER, Kitchen
+from saycan_ros.core.config import ConfigError, load_yaml
+from saycan_ros.core.kitchen import GRIPPER, USER, Kitchen
 from saycan_ros.planning.scene import scene_of
-from saycan_ros.skills import SkillSet
-from saycan_ros.solver import MAX_PLAN_SKILLS
-from saycan_ros.tasks import GoalExpr, TaskInit, parse_goal
-from saycan_ros.world import SymbolicWorld
+from saycan_ros.core.skills import SkillSet
+from saycan_ros.core.solver import MAX_PLAN_SKILLS
+from saycan_ros.core.tasks import GoalExpr, TaskInit, parse_goal
+from saycan_ros.core.world import SymbolicWorld
 
 #: Families and how often each is drawn (the mix of the training set).
 #: Version 2 moved weight to what version 1's adapter got wrong on the development set: single
@@ -591,7 +591,7 @@ class PlanDataGenerator:
         else where the next object is found. One object of a several-object item is chosen at
         random, so the model learns the category, not one favourite. None if a step fails or
         the plan is longer than MAX_PLAN_SKILLS."""
-        from saycan_ros.solver import clone_world
+        from saycan_ros.core.solver import clone_world
         w = clone_world(world)
         steps: list[str] = []
         sk = self._skill_texts
@@ -657,7 +657,7 @@ class _NoPlan(Exception):
 
 def _replays_to(goal: GoalExpr, world: SymbolicWorld, steps: Sequence[str],
                 skills: SkillSet) -> bool:
-    from saycan_ros.solver import clone_world
+    from saycan_ros.core.solver import clone_world
     replay = clone_world(world)
     return all(replay.execute(skills.get(t)).success for t in steps) and goal.holds(replay)
 
@@ -694,7 +694,7 @@ def heldout_instructions(config_dir: Path, kitchen: Kitchen,
                          sets: Sequence[str] = EXCLUDED_SETS) -> list[str]:
     """Every instruction of the task files ``sets`` in ``config_dir`` (default: the test sets
     and the development set): what the generator must never produce."""
-    from saycan_ros.tasks import load_tasks
+    from saycan_ros.core.tasks import load_tasks
     texts = []
     for name in sets:
         path = Path(config_dir) / name

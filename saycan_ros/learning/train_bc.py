@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from saycan_ros.config import ConfigError
+from saycan_ros.core.config import ConfigError
 from saycan_ros.learning import resolve_model
 from saycan_ros.learning._config_util import with_overrides
 from saycan_ros.learning.configuration_bc import BCConfig
@@ -203,7 +203,7 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
 
 def _object_shapes(texts) -> list:
     """The simulator shape of each pick skill's object (None for an unknown object)."""
-    from saycan_ros.kitchen import load_kitchen
+    from saycan_ros.core.kitchen import load_kitchen
     from saycan_ros.sim.objects import shape_of
     objects = load_kitchen().objects
     names = [text.removeprefix("pick up the ") for text in texts]

@@ -95,13 +95,13 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
     """Train the adapter; returns the record (also written beside it)."""
     from peft import LoraConfig, get_peft_model
 
-    from saycan_ros.config import config_dir
+    from saycan_ros.core.config import config_dir
     from saycan_ros.learning.planner_data import (DATA_VERSION, PlanDataGenerator,
                                                   load_lexicon, heldout_instructions)
     from saycan_ros.llm.models import load_causal_lm
     from saycan_ros.llm.transformers_backend import leading_special_ids
-    from saycan_ros.prompt import load_prompt
-    from saycan_ros.stack import load_vocabulary
+    from saycan_ros.planning.prompt import load_prompt
+    from saycan_ros.planning.vocabulary import load_vocabulary
 
     cfg = with_overrides(PlannerAdapterConfig.load(config_path), overrides)
     precision = resolve_precision(cfg.train.precision)

@@ -22,7 +22,7 @@ from typing import Callable
 
 import numpy as np
 
-from saycan_ros.config import ConfigError
+from saycan_ros.core.config import ConfigError
 from saycan_ros.learning import resolve_model
 from saycan_ros.learning._config_util import with_overrides
 from saycan_ros.learning.configuration_value import ValueConfig

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from saycan_ros.kitchen import GRIPPER, Kitchen
+from saycan_ros.core.kitchen import GRIPPER, Kitchen
 
 #: Where a scene line starts in the prompt (and how a caller recognises one).
 SCENE_TAG = "Scene:"

@@ -13,7 +13,7 @@ import math
 import cv2
 import numpy as np
 
-from saycan_ros.kitchen import GRIPPER
+from saycan_ros.core.kitchen import GRIPPER
 from saycan_ros.robot.arm import MAST
 from saycan_ros.robot.cameras import (EE_CAMERAS, EE_VIEW_SIZE, EE_VIEW_ZOOM, HEAD_CAMERA_SIZE,
                                      CameraMount, WristMount, base_from_optical, view_focal)

@@ -25,7 +25,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from saycan_ros.kitchen import Kitchen, load_kitchen
+from saycan_ros.core.kitchen import Kitchen, load_kitchen
 from saycan_ros.robot.cameras import EE_VIEW_ZOOM, HEAD_CAMERA_SIZE
 from saycan_ros.sim.camera import Camera, make_ee_camera
 from saycan_ros.sim.control import ACTION_SIZE, apply_action

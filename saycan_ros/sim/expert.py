@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from saycan_ros.kitchen import GRIPPER
+from saycan_ros.core.kitchen import GRIPPER
 from saycan_ros.sim.control import STEP_M
 from saycan_ros.sim.world import FLOOR, GRASP_FORWARD, GRASP_SLACK, KitchenWorld
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from saycan_ros.kitchen import Kitchen
+from saycan_ros.core.kitchen import Kitchen
 
 WALL_THICKNESS = 0.1
 WALL_HEIGHT = 2.0

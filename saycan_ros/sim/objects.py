@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from saycan_ros.kitchen import Kitchen, KitchenObject
+from saycan_ros.core.kitchen import Kitchen, KitchenObject
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from saycan_ros.kitchen import GRIPPER, Kitchen, load_kitchen
+from saycan_ros.core.kitchen import GRIPPER, Kitchen, load_kitchen
 from saycan_ros.robot.arm import MAST, ArmLimits
 from saycan_ros.sim.arm import Arm
 from saycan_ros.sim.base import BaseLimits, DiffDriveBase, wrap_angle
 from saycan_ros.sim.floorplan import FloorPlan
 from saycan_ros.sim.objects import SimObject, Slot, make_objects, surface_slots
-from saycan_ros.tasks import TaskInit
+from saycan_ros.core.tasks import TaskInit
 
 FLOOR = "floor"
 GRASP_DEPTH = 0.7            # fingertips below this fraction of an object's height can hold it

@@ -1,4 +1,4 @@
-"""Planning strategies beyond SayCan's scoring loop (``saycan_ros.planner`` holds ``saycan`` and
+"""Planning strategies beyond SayCan's scoring loop (``saycan_ros.planning.planner`` holds ``saycan`` and
 ``no_vf``): the paper's baselines and the two related planners.
 
 - ``generative`` (Huang et al. 2022): generate the next step, translate it to the nearest

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from saycan_ros.planner import Decision, StepContext, Strategy
+from saycan_ros.planning.planner import Decision, StepContext, Strategy
 from saycan_ros.strategies.resources import StrategyResources
 from saycan_ros.strategies.translation import cosine_ranking
 

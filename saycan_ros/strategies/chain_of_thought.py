@@ -7,10 +7,10 @@ reasoning ("a fruit-flavoured drink without caffeine").
 """
 from __future__ import annotations
 
-from saycan_ros.config import ConfigError, load_yaml
-from saycan_ros.language import LanguageScorer
-from saycan_ros.planner import Decision, SayCanStrategy, StepContext
-from saycan_ros.prompt import DialoguePrompt, Example
+from saycan_ros.core.config import ConfigError, load_yaml
+from saycan_ros.planning.language import LanguageScorer
+from saycan_ros.planning.planner import Decision, SayCanStrategy, StepContext
+from saycan_ros.planning.prompt import DialoguePrompt, Example
 from saycan_ros.strategies.resources import StrategyResources
 
 

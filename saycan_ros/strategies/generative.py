@@ -13,7 +13,7 @@ import zlib
 
 import numpy as np
 
-from saycan_ros.planner import Decision, StepContext, Strategy
+from saycan_ros.planning.planner import Decision, StepContext, Strategy
 from saycan_ros.strategies.resources import StrategyResources
 from saycan_ros.strategies.translation import SkillTranslator, normalise_step
 

@@ -19,8 +19,8 @@ import re
 
 import numpy as np
 
-from saycan_ros.planner import Decision, StepContext, StepRecord, Strategy
-from saycan_ros.prompt import DialoguePrompt, Example
+from saycan_ros.planning.planner import Decision, StepContext, StepRecord, Strategy
+from saycan_ros.planning.prompt import DialoguePrompt, Example
 from saycan_ros.strategies.resources import StrategyResources
 from saycan_ros.strategies.retrieval import ExampleRetriever, SolvedTask, load_pool
 from saycan_ros.strategies.translation import SkillTranslator, normalise_step

@@ -11,7 +11,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from saycan_ros.planner import ScoreSource, Strategy
+from saycan_ros.planning.planner import ScoreSource, Strategy
 
 
 @dataclass(frozen=True)
@@ -37,9 +37,9 @@ class StrategySpec:
 
 
 STRATEGIES: dict[str, StrategySpec] = {s.name: s for s in (
-    StrategySpec("saycan", "saycan_ros.planner:SayCanStrategy",
+    StrategySpec("saycan", "saycan_ros.planning.planner:SayCanStrategy",
                  summary="language score x affordance (Ahn et al. 2022)"),
-    StrategySpec("no_vf", "saycan_ros.planner:NoVFStrategy",
+    StrategySpec("no_vf", "saycan_ros.planning.planner:NoVFStrategy",
                  summary="the language score alone (the paper's No VF)"),
     StrategySpec("saycan_cot", "saycan_ros.strategies.chain_of_thought:SayCanCoTStrategy",
                  needs=("generator",), cost=3,

@@ -5,8 +5,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from saycan_ros.planning.retrieval import Embedder
-from saycan_ros.prompt import DialoguePrompt
-from saycan_ros.skills import SkillSet
+from saycan_ros.planning.prompt import DialoguePrompt
+from saycan_ros.core.skills import SkillSet
 
 
 class TextGenerator(Protocol):
@@ -30,7 +30,7 @@ def minilm_embedder() -> Embedder:
 class StrategyResources:
     skills: SkillSet
     prompt: DialoguePrompt | None = None
-    kitchen: Any = None                       # saycan_ros.kitchen.Kitchen
+    kitchen: Any = None                       # saycan_ros.core.kitchen.Kitchen
     generator: TextGenerator | None = None
     embed: Embedder | None = None
     #: () -> a pick policy with ``act(obs) -> action`` (``saycan_ros.learning.factory``).

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from saycan_ros.config import ConfigError, load_yaml
+from saycan_ros.core.config import ConfigError, load_yaml
 from saycan_ros.planning.retrieval import ExampleRetriever, SolvedTask
-from saycan_ros.prompt import DialoguePrompt
-from saycan_ros.skills import SkillSet
+from saycan_ros.planning.prompt import DialoguePrompt
+from saycan_ros.core.skills import SkillSet
 
 __all__ = ["ExampleRetriever", "SolvedTask", "load_pool"]
 

@@ -1,0 +1,174 @@
+"""``saycan eval``: plan every task of a task file and check its goal.
+
+Plan success (the paper's planning metric: raters judged the plan) means the sequence of skills
+the planner chose ends with ``done`` and, replayed on the symbolic world, reaches the goal.
+Execution success means the goal holds in the world the skills actually ran in: the symbolic
+world itself (``--executor oracle``, where both agree) or the simulator (``--executor sim``).
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from tqdm import tqdm
+
+from saycan_ros.planning.affordance import AffordanceScorer
+from saycan_ros.core.kitchen import Kitchen
+from saycan_ros.planning.local import LocalAffordance, LocalLanguage, WorldExecutor
+from saycan_ros.planning.planner import Planner, PlanResult
+from saycan_ros.strategies.registry import make_strategy
+from saycan_ros.planning.scene import scene_of
+from saycan_ros.core.skills import SkillSet
+from saycan_ros.core.tasks import Task
+from saycan_ros.core.world import SymbolicWorld
+
+
+def replay_reaches_goal(task: Task, plan: Sequence[str], kitchen: Kitchen,
+                        skills: SkillSet) -> bool:
+    """Whether ``plan`` (ending in ``done``), executed on the symbolic world, reaches the goal."""
+    if not plan or plan[-1] != skills.terminate.text:
+        return False
+    world = SymbolicWorld(kitchen, task.init)
+    for text in plan:
+        if not world.execute(skills.get(text)).success:
+            return False
+    return task.goal.holds(world)
+
+
+def observation_of(world) -> dict:
+    """What the robot perceives in ``world`` now: where it is, the objects there, what it holds
+    (the observer of strategies that list seen objects)."""
+    snap = world.snapshot()
+    return {"location": snap.robot_at, "holding": snap.holding,
+            "objects": sorted(o for o, at in snap.objects.items() if at == snap.robot_at)}
+
+
+@dataclass
+class TaskOutcome:
+    task: Task
+    result: PlanResult
+    plan_success: bool
+    execution_success: bool
+    seconds: float
+    cost: dict = field(default_factory=dict)        # language-model work for this task
+    strategy_stats: dict = field(default_factory=dict)
+
+    @property
+    def success(self) -> bool:
+        return self.plan_success
+
+    def to_dict(self) -> dict:
+        return {"id": self.task.id, "family": self.task.family, "text": self.task.text,
+                "goal": self.task.goal.text, "plan_success": self.plan_success,
+                "execution_success": self.execution_success, "seconds": round(self.seconds, 3),
+                "cost": self.cost, "strategy_stats": self.strategy_stats,
+                **{k: v for k, v in self.result.to_dict().items() if k != "instruction"}}
+
+
+def _rate(k: int, n: int) -> str:
+    return f"{k}/{n} ({100.0 * k / max(n, 1):.0f}%)"
+
+
+@dataclass
+class EvalReport:
+    strategy: str
+    model: str
+    executor: str = "oracle"
+    outcomes: list[TaskOutcome] = field(default_factory=list)
+
+    def by_family(self, metric: str = "plan_success") -> dict[str, tuple[int, int]]:
+        table: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for outcome in self.outcomes:
+            table[outcome.task.family][0] += getattr(outcome, metric)
+            table[outcome.task.family][1] += 1
+        return {family: (k, n) for family, (k, n) in table.items()}
+
+    def total(self, metric: str = "plan_success") -> tuple[int, int]:
+        return sum(getattr(o, metric) for o in self.outcomes), len(self.outcomes)
+
+    def table(self) -> str:
+        plan, execution = self.by_family(), self.by_family("execution_success")
+        lines = [f"| family | tasks | plan ({self.strategy}, {self.model}) | "
+                 f"execution ({self.executor}) |", "|---|---:|---:|---:|"]
+        for family, (k, n) in plan.items():
+            lines.append(f"| {family} | {n} | {_rate(k, n)} | {_rate(*execution[family])} |")
+        k, n = self.total()
+        lines.append(f"| **total** | {n} | {_rate(k, n)} | "
+                     f"{_rate(*self.total('execution_success'))} |")
+        return "\n".join(lines)
+
+    def summary_line(self, metric: str = "plan_success") -> str:
+        k, n = self.total(metric)
+        return f"{metric.replace('_', ' ')}: {k}/{n} ({100.0 * k / max(n, 1):.1f}%)"
+
+    def to_dict(self) -> dict:
+        k, n = self.total()
+        return {"strategy": self.strategy, "model": self.model, "executor": self.executor,
+                "plan_success": k, "execution_success": self.total("execution_success")[0],
+                "tasks": n,
+                "by_family": {f: {"plan_success": s, "tasks": t,
+                                  "execution_success": self.by_family("execution_success")[f][0]}
+                              for f, (s, t) in self.by_family().items()},
+                "tasks_detail": [o.to_dict() for o in self.outcomes]}
+
+    def write_json(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1), encoding="utf-8")
+
+
+def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, language_scorer,
+             affordance_scorer: AffordanceScorer, strategy: str = "saycan",
+             model_name: str = "", max_steps: int = 20, executor: str = "oracle",
+             seed: int = 0, progress: bool = True,
+             on_task: Callable[[TaskOutcome], None] | None = None,
+             world_options: dict | None = None, resources=None,
+             strategy_options: dict | None = None, max_failures: int = 0) -> EvalReport:
+    """Plan and execute each task from its ``init`` in a fresh world (``oracle``: the symbolic
+    world; ``sim``: the simulator, seeded per task; ``world_options`` go to it, e.g.
+    ``pick="learned"``).
+
+    ``resources`` (a :class:`~saycan_ros.strategies.resources.StrategyResources`) is needed by
+    the strategies beyond saycan / no_vf. ``max_failures``: failed skills tolerated per task
+    (re-scored from the new state; useful where skills fail at random, as in the simulator).
+    Each outcome records the language model's work
+    (forward passes, scored and generated tokens, seconds) spent on its task."""
+    from saycan_ros.stack import make_world
+    kind = {"oracle": "symbolic", "sim": "sim", "nodes": "nodes"}.get(executor)
+    if kind is None:
+        raise ValueError(f"unknown executor {executor!r}; known: oracle, sim, nodes")
+    report = EvalReport(strategy, model_name, executor)
+    language = LocalLanguage(language_scorer)
+    backend = getattr(language_scorer, "backend", None)
+    affordance = LocalAffordance(affordance_scorer, None, skills)   # its world is set per task
+    plan_strategy = make_strategy(strategy, language, affordance, resources=resources,
+                                  **(strategy_options or {}))
+    for index, task in enumerate(tqdm(tasks, desc=f"eval {strategy}", unit="task",
+                                      disable=not progress)):
+        world = make_world(kind, kitchen, task.init, seed=seed + index,
+                           **(world_options or {}))
+        affordance.world = world
+        planner = Planner(skills, plan_strategy, WorldExecutor(world, skills),
+                          max_steps=max_steps, observe=lambda: observation_of(world),
+                          max_failures=max_failures,
+                          describe=lambda: scene_of(kitchen, world.snapshot()))
+        before = backend.stats.snapshot() if backend is not None else None
+        started = time.perf_counter()
+        result = planner.run(task.text)
+        seconds = time.perf_counter() - started
+        cost = {"seconds": round(seconds, 3)}
+        if before is not None:
+            work = backend.stats.snapshot() - before
+            cost.update(forward_passes=work.forward_passes, scored_tokens=work.scored_tokens,
+                        generated_tokens=work.generated_tokens, prompt_tokens=work.prompt_tokens,
+                        llm_calls=work.calls)
+        executed = result.state == "succeeded" and task.goal.holds(world)
+        outcome = TaskOutcome(task, result,
+                              replay_reaches_goal(task, result.plan, kitchen, skills),
+                              executed, seconds, cost, plan_strategy.stats())
+        report.outcomes.append(outcome)
+        if on_task:
+            on_task(outcome)
+    return report

@@ -1,0 +1,292 @@
+"""The SayCan loop, free of ROS: score every skill, pick one, execute it, grow the history.
+
+The planner talks to three sources through small protocols, so the same loop runs in-process
+(``saycan eval``) and behind service clients (the ``planner`` node):
+
+- language:   ``score(instruction, history, skills) -> (probs, raw)``
+- affordance: ``score(instruction, history, skills, min_state_revision) -> (probs, raw)``
+- executor:   ``execute(skill, timeout_s) -> ExecutionResult``
+
+A :class:`Strategy` turns the two score vectors into a choice (SayCan: their product; No VF: the
+language score alone). Every strategy is listed, and made by name, in
+:mod:`saycan_ros.strategies.registry`.
+"""
+from __future__ import annotations
+
+import abc
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+import numpy as np
+
+from saycan_ros.core.skills import SkillSet
+
+
+# -- what the planner talks to ----------------------------------------------------------------
+@dataclass(frozen=True)
+class ExecutionResult:
+    success: bool
+    message: str
+    duration_s: float = 0.0
+    state_revision: int = 0
+
+
+class ScoreSource(Protocol):
+    """``scene``: the scene line at the plan's start (:mod:`saycan_ros.planning.scene`), for
+    language scorers whose prompt shows it; others ignore it."""
+    def score(self, instruction: str, history: Sequence[str], skills: Sequence[str],
+              min_state_revision: int = 0, scene: str = "") -> tuple[np.ndarray, np.ndarray]: ...
+
+
+class SkillExecutor(Protocol):
+    def execute(self, skill: str, timeout_s: float = 0.0) -> ExecutionResult: ...
+
+
+class PlannerError(RuntimeError):
+    """A source failed or answered nonsense; the plan stops and nothing more is executed."""
+
+
+# -- records ----------------------------------------------------------------------------------
+@dataclass
+class StepRecord:
+    step: int
+    skills: list[str]
+    llm: np.ndarray
+    affordance: np.ndarray
+    combined: np.ndarray
+    selected: str
+    success: bool | None = None
+    message: str = ""
+    seconds: float = 0.0
+    note: str = ""                   # what the strategy wants kept (raw generation, explanation)
+
+    def top(self, k: int = 5) -> list[tuple[str, float, float, float]]:
+        order = np.argsort(-self.combined, kind="stable")[:k]
+        return [(self.skills[i], float(self.llm[i]), float(self.affordance[i]),
+                 float(self.combined[i])) for i in order]
+
+    def to_dict(self) -> dict:
+        out = {"step": self.step, "selected": self.selected, "success": self.success,
+               "message": self.message, "seconds": round(self.seconds, 4),
+               "top": [dict(zip(("skill", "llm", "affordance", "combined"), t))
+                       for t in self.top(5)]}
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass
+class PlanResult:
+    instruction: str
+    strategy: str
+    state: str = "planning"          # succeeded | failed | cancelled | max_steps
+    message: str = ""
+    steps: list[StepRecord] = field(default_factory=list)
+
+    @property
+    def plan(self) -> list[str]:
+        """Skills executed successfully, oldest first, ending in ``done`` when the plan ended."""
+        return [s.selected for s in self.steps if s.success]
+
+    def to_dict(self) -> dict:
+        return {"instruction": self.instruction, "strategy": self.strategy, "state": self.state,
+                "message": self.message, "plan": self.plan,
+                "steps": [s.to_dict() for s in self.steps]}
+
+
+# -- strategies --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Decision:
+    llm: np.ndarray
+    affordance: np.ndarray
+    combined: np.ndarray
+    selected: str
+    note: str = ""
+
+
+@dataclass
+class StepContext:
+    instruction: str
+    history: list[str]
+    skills: list[str]
+    state_revision: int
+    #: What the robot perceives now (``Planner(observe=...)``), e.g. ``{"location": "table",
+    #: "objects": ["apple", ...]}``; ``None`` when the planner has no observer.
+    observation: Mapping[str, Any] | None = None
+    #: The world when the instruction was given, as one line (``Planner(describe=...)``).
+    scene: str = ""
+
+
+class Strategy(abc.ABC):
+    """Chooses the next skill from the sources' scores."""
+    name = "strategy"
+
+    def __init__(self, language: ScoreSource, affordance: ScoreSource | None):
+        self.language = language
+        self.affordance = affordance
+
+    @abc.abstractmethod
+    def decide(self, ctx: StepContext) -> Decision: ...
+
+    def reset(self, instruction: str) -> None:
+        """Called once per instruction, before the first step."""
+
+    def stats(self) -> dict[str, Any]:
+        """Per-instruction counters worth reporting (since the last :meth:`reset`)."""
+        return {}
+
+    def continue_after_failure(self, record: "StepRecord") -> bool:
+        """Whether planning goes on after ``record``'s skill failed (re-planning strategies);
+        by default a failed skill ends the plan."""
+        return False
+
+
+def _checked(name: str, probs, raw, n: int) -> tuple[np.ndarray, np.ndarray]:
+    probs = np.asarray(probs, dtype=np.float64)
+    raw = np.asarray(raw, dtype=np.float64)
+    if probs.shape != (n,):
+        raise PlannerError(f"{name} returned {probs.size} scores for {n} skills")
+    if not np.all(np.isfinite(probs)) or probs.min() < 0.0 or probs.max() > 1.0:
+        bad = probs[~(np.isfinite(probs) & (probs >= 0.0) & (probs <= 1.0))]
+        raise PlannerError(f"{name} returned scores outside [0, 1] or NaN, e.g. {bad[0]}")
+    return probs, raw
+
+
+class SayCanStrategy(Strategy):
+    """argmax over skills of p_LLM(skill | instruction, history) * p_affordance(skill | state)."""
+    name = "saycan"
+
+    def decide(self, ctx: StepContext) -> Decision:
+        llm, _ = _checked("language scorer",
+                          *self.language.score(ctx.instruction, ctx.history, ctx.skills,
+                                               scene=ctx.scene),
+                          n=len(ctx.skills))
+        aff, _ = _checked("affordance scorer",
+                          *self.affordance.score(ctx.instruction, ctx.history, ctx.skills,
+                                                 ctx.state_revision),
+                          n=len(ctx.skills))
+        combined = llm * aff
+        return Decision(llm, aff, combined, ctx.skills[int(np.argmax(combined))])
+
+
+class NoVFStrategy(Strategy):
+    """The paper's No VF baseline: the language model alone (affordances shown, not used)."""
+    name = "no_vf"
+
+    def decide(self, ctx: StepContext) -> Decision:
+        llm, _ = _checked("language scorer",
+                          *self.language.score(ctx.instruction, ctx.history, ctx.skills,
+                                               scene=ctx.scene),
+                          n=len(ctx.skills))
+        aff = np.full(len(ctx.skills), np.nan)
+        if self.affordance is not None:
+            try:  # shown for comparison only; No VF does not depend on it
+                aff, _ = _checked("affordance scorer",
+                                  *self.affordance.score(ctx.instruction, ctx.history, ctx.skills,
+                                                         ctx.state_revision),
+                                  n=len(ctx.skills))
+            except Exception:  # noqa: BLE001
+                aff = np.full(len(ctx.skills), np.nan)
+        return Decision(llm, aff, llm.copy(), ctx.skills[int(np.argmax(llm))])
+
+
+# -- the loop ----------------------------------------------------------------------------------
+class Planner:
+    """Runs one instruction to completion: until done, a failure, the step limit or cancel."""
+
+    def __init__(self, skills: SkillSet, strategy: Strategy, executor: SkillExecutor,
+                 max_steps: int = 20, skill_timeout_s: float = 0.0,
+                 on_decision: Callable[[StepRecord], None] | None = None,
+                 on_step: Callable[[StepRecord], None] | None = None,
+                 observe: Callable[[], Mapping[str, Any]] | None = None,
+                 max_failures: int = 0, describe: Callable[[], str] | None = None):
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+        if max_failures < 0:
+            raise ValueError(f"max_failures must be >= 0, got {max_failures}")
+        self.skills = skills
+        self.strategy = strategy
+        self.executor = executor
+        self.max_steps = max_steps
+        self.skill_timeout_s = skill_timeout_s
+        self.on_decision = on_decision  # chosen, not yet executed
+        self.on_step = on_step          # executed (record.success set)
+        self.observe = observe          # what the robot perceives, for strategies that use it
+        self.describe = describe        # the scene line, read once when a plan starts
+        # Failed skills tolerated per instruction: the loop re-scores from the new state (a
+        # missed grasp is usually tried again); 0: the first failure ends the plan.
+        self.max_failures = max_failures
+        self.cancel_event = threading.Event()
+
+    def cancel(self) -> None:
+        self.cancel_event.set()
+
+    def run(self, instruction: str, start_revision: int = 0) -> PlanResult:
+        """Plan and execute; ``start_revision``: the world-state revision the first step's
+        affordances must reflect (e.g. after a reset)."""
+        self.cancel_event.clear()
+        result = PlanResult(instruction, self.strategy.name)
+        terminate = self.skills.terminate.text
+        candidates = self.skills.texts
+        revision = start_revision
+        failures = 0
+        self.strategy.reset(instruction)
+        try:
+            scene = self.describe() if self.describe is not None else ""
+        except Exception as exc:  # noqa: BLE001 - no scene is better than no plan
+            scene = ""
+            result.message = f"no scene line: {exc}"
+        for step in range(1, self.max_steps + 1):
+            if self.cancel_event.is_set():
+                return self._end(result, "cancelled", "cancelled before step %d" % step)
+            started = time.perf_counter()
+            try:
+                observation = self.observe() if self.observe is not None else None
+                decision = self.strategy.decide(
+                    StepContext(instruction, result.plan, candidates, revision, observation,
+                                scene))
+            except Exception as exc:  # noqa: BLE001 - any source failure ends the plan cleanly
+                return self._end(result, "failed", f"step {step}: scoring failed: {exc}")
+            if decision.selected not in self.skills:  # never run what is not in the registry
+                return self._end(result, "failed",
+                                 f"step {step}: strategy chose unregistered {decision.selected!r}")
+            record = StepRecord(step, list(candidates), decision.llm, decision.affordance,
+                                decision.combined, decision.selected, note=decision.note)
+            result.steps.append(record)
+            if self.on_decision is not None:
+                self.on_decision(record)
+            if self.cancel_event.is_set():
+                record.message = "not executed: cancelled"
+                self._notify(record)
+                return self._end(result, "cancelled", "cancelled before execution")
+            if decision.selected == terminate:
+                record.success, record.message = True, "done"
+                record.seconds = time.perf_counter() - started
+                self._notify(record)
+                return self._end(result, "succeeded", f"done after {step - 1} skills")
+            try:
+                outcome = self.executor.execute(decision.selected, self.skill_timeout_s)
+            except Exception as exc:  # noqa: BLE001
+                outcome = ExecutionResult(False, f"executor error: {exc}")
+            record.success, record.message = outcome.success, outcome.message
+            record.seconds = time.perf_counter() - started
+            revision = max(revision, outcome.state_revision)
+            self._notify(record)
+            if not outcome.success:
+                failures += 1
+                replans = self.strategy.continue_after_failure(record)   # it may re-plan
+                if failures > self.max_failures and not replans:
+                    return self._end(result, "failed", f"step {step}: {decision.selected!r} "
+                                                       f"failed: {outcome.message}")
+        return self._end(result, "max_steps", f"no 'done' within {self.max_steps} steps")
+
+    def _notify(self, record: StepRecord) -> None:
+        if self.on_step is not None:
+            self.on_step(record)
+
+    @staticmethod
+    def _end(result: PlanResult, state: str, message: str) -> PlanResult:
+        result.state, result.message = state, message
+        return result

@@ -1,0 +1,103 @@
+"""The SayCan dialogue prompt ("Human: ... / Robot: I would: 1. ..., 2. ..., done").
+
+The few-shot examples live in ``config/prompt.yaml``. The prompt splits into a static
+``prefix`` (preamble + examples, identical for every query, so its KV cache is computed once) and
+a per-step ``query`` (the instruction and the steps done so far, ending in the next step number).
+Each candidate skill is scored as the ``option`` text that would follow.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from saycan_ros.core.config import ConfigError, load_yaml
+from saycan_ros.core.skills import SkillSet
+
+
+@dataclass(frozen=True)
+class Example:
+    instruction: str
+    steps: tuple[str, ...]
+    scene: str = ""          # the scene line shown with it (empty: none)
+
+
+@dataclass(frozen=True)
+class DialoguePrompt:
+    preamble: str
+    examples: tuple[Example, ...]
+    scene: bool = False       # the scene line follows each instruction (``scene: true``)
+    temperature: float = 1.0  # the candidates' softmax is taken over summed log-probs / this
+
+    def prefix(self) -> str:
+        parts = [self.preamble.strip() + "\n"] if self.preamble.strip() else []
+        for example in self.examples:
+            parts.append(self.query(example.instruction, example.steps[:-1], example.scene)
+                         + self.option(example.steps[-1]))
+        return "".join(parts)
+
+    @staticmethod
+    def query(instruction: str, history: Sequence[str], scene: str = "") -> str:
+        """The dialogue after the prefix, ending right before the next step's option text;
+        ``scene`` (a :mod:`~saycan_ros.planning.scene` line) follows the instruction."""
+        lines = [f"Human: {instruction}"]
+        if scene:
+            lines.append(" ".join(scene.split()))   # one line, whatever the caller sent
+        lines.append("Robot: I would:")
+        lines += [f"{i}. {step}" for i, step in enumerate(history, start=1)]
+        return "\n".join(lines) + f"\n{len(history) + 1}."
+
+    def dialogue(self, instruction: str, steps: Sequence[str], scene: str = ""
+                 ) -> list[tuple[str, str]]:
+        """A whole plan as (query, option) pairs, one per step: what the scorer sees at each
+        step and the option it should rank first (the planner adapter's training targets)."""
+        return [(self.query(instruction, steps[:k], scene), self.option(step))
+                for k, step in enumerate(steps)]
+
+    @staticmethod
+    def option(skill_text: str) -> str:
+        return f" {skill_text}\n"
+
+    def check_against(self, skills: SkillSet) -> None:
+        """Every example step must be a skill of the repertoire, and every example ends in done."""
+        terminate = skills.terminate.text
+        for example in self.examples:
+            unknown = [s for s in example.steps if s not in skills]
+            if unknown:
+                raise ConfigError(f"prompt example {example.instruction!r} uses steps that are not "
+                                  f"skills: {unknown}")
+            if example.steps[-1] != terminate:
+                raise ConfigError(f"prompt example {example.instruction!r} must end with "
+                                  f"{terminate!r}")
+
+
+def prompt_from_dict(data: Mapping) -> DialoguePrompt:
+    examples = data.get("examples")
+    # No examples is allowed for a model fine-tuned on the dialogue (the planner adapter).
+    if not isinstance(examples, list) or not (examples or str(data.get("preamble", "")).strip()):
+        raise ConfigError("prompt config: expected an 'examples' list (it may be empty only "
+                          "with a preamble)")
+    parsed = []
+    for i, item in enumerate(examples):
+        if (not isinstance(item, Mapping) or not isinstance(item.get("instruction"), str)
+                or not isinstance(item.get("steps"), list) or not item["steps"]):
+            raise ConfigError(f"prompt example {i}: needs 'instruction' text and a 'steps' list")
+        scene = item.get("scene", "")
+        if not isinstance(scene, str):
+            raise ConfigError(f"prompt example {i}: 'scene' must be text")
+        parsed.append(Example(item["instruction"].strip(), tuple(str(s) for s in item["steps"]),
+                              " ".join(scene.split())))
+    scene = data.get("scene", False)
+    if not isinstance(scene, bool):
+        raise ConfigError("prompt config: 'scene' must be true or false")
+    temperature = data.get("temperature", 1.0)
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
+            or not 0.05 <= temperature <= 20:
+        raise ConfigError(f"prompt config: 'temperature' must be a number in [0.05, 20], "
+                          f"got {temperature!r}")
+    return DialoguePrompt(str(data.get("preamble", "")), tuple(parsed), scene, float(temperature))
+
+
+def load_prompt(path: str | Path | None = None) -> DialoguePrompt:
+    data, _ = load_yaml(path, default_name="prompt.yaml")
+    return prompt_from_dict(data)

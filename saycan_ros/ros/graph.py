@@ -1,0 +1,104 @@
+"""Starting the SayCan node graph: in one process (one multi-threaded executor) or as one
+process per node (real DDS between them), as ``launch/saycan.launch.py`` does on a ROS install.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import rclpy
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.parameter import Parameter
+
+#: node name -> module with main() and the node class
+NODES = {
+    "llm_scorer": ("saycan_ros.ros.nodes.llm_scorer_node", "LlmScorerNode"),
+    "affordance": ("saycan_ros.ros.nodes.affordance_node", "AffordanceNode"),
+    "skill_executor": ("saycan_ros.ros.nodes.skill_executor_node", "SkillExecutorNode"),
+    "planner": ("saycan_ros.ros.nodes.planner_node", "PlannerNode"),
+}
+
+
+def _overrides(params: Mapping[str, Any]) -> list[Parameter]:
+    return [Parameter(name, value=value) for name, value in params.items()]
+
+
+@dataclass
+class InProcessGraph:
+    """Every node in this process; call :meth:`shutdown` when done."""
+    executor: MultiThreadedExecutor
+    nodes: dict = field(default_factory=dict)
+    thread: threading.Thread | None = None
+
+    def add(self, node) -> None:
+        self.nodes[node.get_name()] = node
+        self.executor.add_node(node)
+
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True,
+                                       name="saycan-executor")
+        self.thread.start()
+
+    def shutdown(self) -> None:
+        self.executor.shutdown(timeout_sec=5.0)
+        if self.thread is not None:  # rclpy aborts if it shuts down under a spinning thread
+            self.thread.join(timeout=5.0)
+        for node in self.nodes.values():
+            node.destroy_node()
+
+
+def start_in_process(params: Mapping[str, Mapping[str, Any]], threads: int = 6,
+                     include=tuple(NODES)) -> InProcessGraph:
+    """Build the nodes named in ``include`` (rclpy must be initialised) and spin them."""
+    import importlib
+    graph = InProcessGraph(MultiThreadedExecutor(num_threads=threads))
+    for name in include:
+        module, cls = NODES[name]
+        node_cls = getattr(importlib.import_module(module), cls)
+        graph.add(node_cls(parameter_overrides=_overrides(params.get(name, {}))))
+    graph.start()
+    return graph
+
+
+def _ros_arg(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value if value else "''"
+    return repr(value)
+
+
+def start_processes(params: Mapping[str, Mapping[str, Any]], include=tuple(NODES),
+                    log_dir: str | None = None) -> list[subprocess.Popen]:
+    """One ``python -m <node module>`` process per node, with ``--ros-args -p`` parameters."""
+    env = dict(os.environ)
+    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    procs = []
+    for name in include:
+        module, _ = NODES[name]
+        args = [sys.executable, "-m", module, "--ros-args"]
+        for key, value in params.get(name, {}).items():
+            args += ["-p", f"{key}:={_ros_arg(value)}"]
+        out = open(os.path.join(log_dir, f"{name}.log"), "w") if log_dir else subprocess.DEVNULL
+        procs.append(subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT))
+    return procs
+
+
+def stop_processes(procs: list[subprocess.Popen], timeout_s: float = 5.0) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(2)  # SIGINT: rclpy shuts down cleanly
+    for proc in procs:
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def init_rclpy() -> None:
+    if not rclpy.ok():
+        rclpy.init(args=[])

@@ -1,0 +1,71 @@
+"""Translations between ROS messages and the ROS-free core's types."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from geometry_msgs.msg import Pose2D
+
+from saycan_ros.core.kitchen import GRIPPER
+from saycan_ros.msg import SkillScores, WorldState
+from saycan_ros.planning.planner import StepRecord
+from saycan_ros.core.world import WorldSnapshot
+
+
+def snapshot_to_msg(snapshot: WorldSnapshot, stamp, frame_id: str = "map") -> WorldState:
+    msg = WorldState()
+    msg.header.stamp = stamp
+    msg.header.frame_id = frame_id
+    msg.revision = int(snapshot.revision)
+    msg.robot_location = snapshot.robot_at or ""
+    x, y, theta = snapshot.robot_pose
+    msg.robot_pose = Pose2D(x=float(x), y=float(y), theta=float(theta))
+    msg.holding = snapshot.holding or ""
+    msg.objects = list(snapshot.objects)
+    msg.object_locations = list(snapshot.objects.values())
+    return msg
+
+
+def msg_to_snapshot(msg: WorldState) -> WorldSnapshot:
+    """The snapshot a WorldState describes; raises ValueError on an inconsistent message."""
+    if len(msg.objects) != len(msg.object_locations):
+        raise ValueError(f"world state lists {len(msg.objects)} objects but "
+                         f"{len(msg.object_locations)} locations")
+    pose = (msg.robot_pose.x, msg.robot_pose.y, msg.robot_pose.theta)
+    if not all(math.isfinite(v) for v in pose):
+        raise ValueError(f"world state has a non-finite robot pose {pose}")
+    objects = dict(zip(msg.objects, msg.object_locations))
+    holding = msg.holding or None
+    if holding is not None and objects.get(holding) != GRIPPER:
+        raise ValueError(f"world state says it holds {holding!r} but lists it at "
+                         f"{objects.get(holding)!r}")
+    return WorldSnapshot(int(msg.revision), msg.robot_location or None, pose, holding, objects)
+
+
+def record_to_msg(record: StepRecord, instruction: str, strategy: str, stamp) -> SkillScores:
+    msg = SkillScores()
+    msg.header.stamp = stamp
+    msg.header.frame_id = "map"
+    msg.instruction = instruction
+    msg.step = int(record.step)
+    msg.skills = list(record.skills)
+    msg.llm = np.asarray(record.llm, dtype=np.float64).tolist()
+    msg.affordance = np.asarray(record.affordance, dtype=np.float64).tolist()
+    msg.combined = np.asarray(record.combined, dtype=np.float64).tolist()
+    msg.selected = record.selected
+    msg.strategy = strategy
+    return msg
+
+
+def image_to_rgb(msg) -> np.ndarray | None:
+    """An ``rgb8`` / ``bgr8`` ``sensor_msgs/Image`` as an HxWx3 RGB array (row padding dropped),
+    or None for another encoding or a size that does not match its data."""
+    if msg.encoding not in ("rgb8", "bgr8"):
+        return None
+    data = np.frombuffer(bytes(msg.data), dtype=np.uint8)
+    try:
+        image = data.reshape(msg.height, msg.step)[:, :msg.width * 3].reshape(
+            msg.height, msg.width, 3)
+    except ValueError:
+        return None
+    return np.ascontiguousarray(image[:, :, ::-1] if msg.encoding == "bgr8" else image)

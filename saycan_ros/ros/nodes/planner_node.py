@@ -1,0 +1,244 @@
+"""``planner``: the SayCan coordinator.
+
+Subscribes ``/saycan/instruction`` (std_msgs/String). Per step it calls the language scorer and
+the affordance node (SkillScore), lets the strategy choose, calls ``/saycan/execute``
+(ExecuteSkill), and repeats until ``done``, a failure, ``max_steps`` or ``/saycan/cancel``.
+
+Publishes ``/saycan/skill_scores`` (SkillScores, every step), ``/saycan/status`` (PlanStatus,
+latched, on every change) and ``/saycan/result`` (std_msgs/String, latched JSON of the whole
+plan with every step's scores). An instruction that arrives while a plan runs is rejected with
+a ``rejected`` status (it is not queued: a robot should not start a stale request later).
+"""
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+
+from saycan_ros.msg import PlanStatus, SkillScores
+from saycan_ros.ros.nodes.common import (AFFORDANCE_SERVICE, CANCEL_SERVICE, EXECUTE_SERVICE,
+                                     INSTRUCTION_TOPIC, LATCHED_QOS, LLM_SERVICE, RESULT_TOPIC,
+                                     SKILL_SCORES_TOPIC, STATE_SERVICE, STATUS_TOPIC,
+                                     ServiceCallError,
+                                     call_service, declare_parameters, spin_node)
+from saycan_ros.ros.nodes.conversions import record_to_msg
+from saycan_ros.planning.planner import ExecutionResult, Planner, PlannerError, PlanResult, StepRecord
+from saycan_ros.strategies.registry import make_strategy, node_strategy_names
+from saycan_ros.core.kitchen import GRIPPER, load_kitchen
+from saycan_ros.planning.scene import scene_line
+from saycan_ros.core.skills import load_skills
+from saycan_ros.srv import ExecuteSkill, GetWorldState, SkillScore
+from saycan_ros.core.tasks import TaskError, check_instruction
+
+DEFAULTS = {
+    "strategy": "saycan",          # saycan | no_vf (saycan_ros.strategies.registry)
+    "max_steps": 20,
+    "score_timeout_s": 60.0,       # per scoring call
+    "execute_timeout_s": 300.0,    # per skill, on top of the skill's own timeout
+    "skill_timeout_s": 0.0,        # passed to ExecuteSkill (0 = the executor's default)
+    "kitchen_file": "",
+    "skills_file": "",
+    "registry_file": "",           # "" = every skill to /saycan/execute; else route per family
+}
+
+
+class ServiceScoreSource:
+    """A SkillScore server seen through the planner's ScoreSource protocol."""
+
+    def __init__(self, node: Node, name: str, label: str, timeout_s: float, group):
+        self.node, self.label, self.timeout_s = node, label, timeout_s
+        self.client = node.create_client(SkillScore, name, callback_group=group)
+
+    def score(self, instruction, history, skills, min_state_revision=0, scene=""):
+        request = SkillScore.Request(instruction=instruction, history=list(history),
+                                     skills=list(skills), min_state_revision=int(min_state_revision),
+                                     scene=scene)
+        try:
+            response = call_service(self.node, self.client, request, self.timeout_s, self.label)
+        except ServiceCallError as exc:
+            raise PlannerError(str(exc)) from None
+        if not response.success:
+            raise PlannerError(f"{self.label}: {response.message}")
+        return np.asarray(response.scores), np.asarray(response.raw)
+
+
+class ServiceExecutor:
+    """An ExecuteSkill server seen through the planner's SkillExecutor protocol."""
+
+    def __init__(self, node: Node, name: str, timeout_s: float, group):
+        self.node, self.timeout_s = node, timeout_s
+        self.client = node.create_client(ExecuteSkill, name, callback_group=group)
+
+    def execute(self, skill: str, timeout_s: float = 0.0) -> ExecutionResult:
+        request = ExecuteSkill.Request(skill=skill, timeout_s=float(timeout_s))
+        try:
+            response = call_service(self.node, self.client, request,
+                                    self.timeout_s + timeout_s, "skill executor")
+        except ServiceCallError as exc:
+            return ExecutionResult(False, str(exc))
+        return ExecutionResult(response.success, response.message, response.duration_s,
+                               response.state_revision)
+
+
+class PlannerNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__("planner", **kwargs)
+        self.params = declare_parameters(self, DEFAULTS)
+        if self.params["strategy"] not in node_strategy_names():
+            # generative, llm_planner, saycan_cot, bc_* need a text generator or the pick
+            # policy in the same process: they run in `saycan eval`, not behind SkillScore.
+            raise ValueError(f"strategy {self.params['strategy']!r} is not served by the planner "
+                             f"node; it runs: {', '.join(node_strategy_names())} (the others: "
+                             f"saycan eval)")
+        if self.params["max_steps"] < 1:
+            raise ValueError("max_steps must be at least 1")
+        kitchen = self.kitchen = load_kitchen(self.params["kitchen_file"] or None)
+        self.skills = load_skills(kitchen, self.params["skills_file"] or None)
+        clients = ReentrantCallbackGroup()
+        self.language = ServiceScoreSource(self, LLM_SERVICE, "language scorer",
+                                           self.params["score_timeout_s"], clients)
+        self.affordance = ServiceScoreSource(self, AFFORDANCE_SERVICE, "affordance scorer",
+                                             self.params["score_timeout_s"], clients)
+        if self.params["registry_file"]:
+            from saycan_ros.ros.nodes.routing import RoutingExecutor
+            from saycan_ros.planning.skill_registry import load_registry
+            self.executor_client = RoutingExecutor(
+                self, load_registry(self.params["registry_file"], self.skills),
+                self.params["execute_timeout_s"], clients)
+        else:
+            self.executor_client = ServiceExecutor(self, EXECUTE_SERVICE,
+                                                   self.params["execute_timeout_s"], clients)
+        self.state_client = self.create_client(GetWorldState, STATE_SERVICE,
+                                               callback_group=clients)
+        self.scores_pub = self.create_publisher(SkillScores, SKILL_SCORES_TOPIC, 10)
+        self.status_pub = self.create_publisher(PlanStatus, STATUS_TOPIC, LATCHED_QOS)
+        self.result_pub = self.create_publisher(String, RESULT_TOPIC, LATCHED_QOS)
+        self.create_subscription(String, INSTRUCTION_TOPIC, self.on_instruction, 10)
+        self.create_service(Trigger, CANCEL_SERVICE, self.on_cancel)
+        self._busy = threading.Lock()
+        self._planner: Planner | None = None
+        self._instruction = ""
+        self._publish_status("idle", "", 0, "waiting for an instruction", [])
+
+    # -- status ------------------------------------------------------------------------------
+    def _publish_status(self, state: str, instruction: str, step: int, message: str,
+                        plan: list[str]) -> None:
+        msg = PlanStatus(instruction=instruction, state=state, step=step, message=message,
+                         plan=list(plan), strategy=self.params["strategy"])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.status_pub.publish(msg)
+        # rclpy forbids one call site logging at two severities: two call sites.
+        if state in ("rejected", "failed"):
+            self.get_logger().warning(f"[{state}] {message}")
+        else:
+            self.get_logger().info(f"[{state}] {message}")
+
+    # -- callbacks ---------------------------------------------------------------------------
+    def on_instruction(self, msg: String) -> None:
+        try:
+            instruction = check_instruction(msg.data)
+        except TaskError as exc:
+            shown = " ".join(msg.data.split())[:200]  # enough for the sender to recognise it
+            self._publish_status("rejected", shown, 0, f"rejected: {exc}", [])
+            return
+        if not self._busy.acquire(blocking=False):
+            self._publish_status("rejected", instruction, 0,
+                                 f"rejected: busy with {self._instruction!r}; cancel it first "
+                                 f"({CANCEL_SERVICE})", [])
+            return
+        self._instruction = instruction
+        threading.Thread(target=self._run, args=(instruction,), daemon=True,
+                         name="saycan-plan").start()
+
+    def on_cancel(self, request, response):
+        planner = self._planner
+        if planner is None:
+            response.success, response.message = False, "no plan is running"
+        else:
+            planner.cancel()
+            cancel_skill = getattr(self.executor_client, "cancel", None)
+            if cancel_skill is not None:  # stop the running skill too, not only the plan
+                threading.Thread(target=cancel_skill, daemon=True).start()
+            response.success, response.message = True, f"cancelling {self._instruction!r}"
+        return response
+
+    # -- the plan ----------------------------------------------------------------------------
+    def _run(self, instruction: str) -> None:
+        self._plan: list[str] = []
+        try:
+            strategy = make_strategy(self.params["strategy"], self.language, self.affordance)
+            self._planner = Planner(self.skills, strategy, self.executor_client,
+                                    max_steps=self.params["max_steps"],
+                                    skill_timeout_s=self.params["skill_timeout_s"],
+                                    on_decision=lambda r: self._on_decision(instruction, r),
+                                    on_step=lambda r: self._on_step(instruction, r),
+                                    describe=self._scene)
+            self._publish_status("planning", instruction, 0, "planning", [])
+            result = self._planner.run(instruction, self._current_revision())
+            self._finish(result)
+        except Exception as exc:  # noqa: BLE001 - the node must outlive any plan
+            self._publish_status("failed", instruction, 0, f"planner error: {exc}", [])
+        finally:
+            self._planner = None
+            self._busy.release()
+
+    def _current_revision(self) -> int:
+        """The world's revision now, so the first affordances see the state the instruction
+        was given in (e.g. right after a reset); 0 (any) when no world serves its state."""
+        if not self.state_client.service_is_ready():
+            return 0
+        try:
+            response = call_service(self, self.state_client, GetWorldState.Request(), 2.0,
+                                    "world state")
+        except ServiceCallError:
+            return 0
+        return int(response.state.revision)
+
+    def _scene(self) -> str:
+        """The scene line of the world now (the language scorer shows it with the instruction
+        where its prompt asks for it); empty when no world serves its state."""
+        if not self.state_client.service_is_ready():
+            return ""
+        try:
+            response = call_service(self, self.state_client, GetWorldState.Request(), 2.0,
+                                    "world state")
+            state = json.loads(response.state_json)
+        except (ServiceCallError, ValueError):
+            return ""
+        return scene_line(self.kitchen, state.get("robot_at"), state.get("holding"),
+                          {o: at for o, at in (state.get("objects") or {}).items()
+                           if at != GRIPPER})
+
+    def _on_decision(self, instruction: str, record: StepRecord) -> None:
+        self.scores_pub.publish(record_to_msg(record, instruction, self.params["strategy"],
+                                              self.get_clock().now().to_msg()))
+        self._publish_status("executing", instruction, record.step,
+                             f"step {record.step}: executing {record.selected!r}", self._plan)
+
+    def _on_step(self, instruction: str, record: StepRecord) -> None:
+        if record.success:
+            self._plan.append(record.selected)
+        outcome = "succeeded" if record.success else "failed"
+        self._publish_status("executing", instruction, record.step,
+                             f"step {record.step}: {record.selected!r} {outcome}: "
+                             f"{record.message}", self._plan)
+
+    def _finish(self, result: PlanResult) -> None:
+        state = "succeeded" if result.state == "succeeded" else (
+            "cancelled" if result.state == "cancelled" else "failed")
+        self.result_pub.publish(String(data=json.dumps(result.to_dict())))
+        self._publish_status(state, result.instruction, len(result.steps), result.message,
+                             result.plan)
+
+
+def main(args=None) -> None:
+    spin_node(PlannerNode, args)
+
+
+if __name__ == "__main__":
+    main()
