@@ -11,8 +11,8 @@ import yaml
 MODEL = "smollm2-135m"
 
 
-def saycan(*args, cwd, timeout=600):
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+def saycan(*args, cwd, timeout=600, **env_extra):
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **env_extra)
     return subprocess.run([sys.executable, "-m", "saycan_ros.cli.main", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -21,9 +21,16 @@ def saycan(*args, cwd, timeout=600):
                          ids=["one-process", "processes", "simulator"])
 def test_run_plans_and_executes_an_instruction(tmp_path, mode):
     plot, out = tmp_path / "plan.png", tmp_path / "result.json"
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
     proc = saycan("run", "Pick up the apple.", "--model", MODEL, "--plot", str(plot),
-                  "--json", str(out), *mode, cwd=tmp_path)
+                  "--json", str(out), "--goal", "holding(apple)", *mode, cwd=tmp_path,
+                  TMPDIR=str(tmp))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert not list(tmp.glob("saycan_run_*")), "the run left its temporary folder behind"
+    assert "[INFO]" not in proc.stdout + proc.stderr    # quiet unless --verbose
+    assert "result: the planner chose 'done' after 2 skills" in proc.stdout
+    assert "goal: holds — holding(apple)" in proc.stdout
     lines = proc.stdout.splitlines()
     assert any(line.startswith("step 1") for line in lines)
     assert any("▶ find an apple" in line for line in lines)
@@ -67,6 +74,47 @@ def test_eval_reports_a_bad_task_file_without_a_traceback(tmp_path):
     assert "instructions[0] (id x1)" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_run_says_what_is_known_at_the_end():
+    """'done' is the model's judgement: the result line says so, and only a --goal check says
+    whether the instruction was carried out."""
+    from saycan_ros.cli.main import outcome_lines
+    from saycan_ros.core.kitchen import load_kitchen
+    from saycan_ros.core.tasks import parse_goal
+    result = {"state": "succeeded", "message": "done after 4 skills",
+              "plan": ["find a coke can", "pick up the coke can", "bring it to you",
+                       "put down the coke can", "done"]}
+    state = {"robot_at": "user", "holding": None, "objects": {"coke can": "user"}}
+    lines = outcome_lines(result, state)
+    assert "result: the planner chose 'done' after 4 skills, all of which succeeded" in lines
+    assert any(line.startswith("goal: not checked") for line in lines)
+    assert lines[-1].startswith("world: robot at the user, holding nothing; coke can: user")
+    goal = parse_goal("at(coke can, trash can)", load_kitchen())
+    assert "goal: does NOT hold — at(coke can, trash can)" in outcome_lines(
+        result, state, goal, False)
+    failed = outcome_lines({"state": "failed", "message": "step 2: no", "plan": []}, state)
+    assert "result: failed — step 2: no" in failed
+
+
+def test_eval_lists_the_failed_tasks():
+    from saycan_ros.core.kitchen import load_kitchen
+    from saycan_ros.core.tasks import Task, TaskInit, parse_goal
+    from saycan_ros.evaluation.plans import EvalReport, TaskOutcome
+    from saycan_ros.planning.planner import PlanResult
+    kitchen = load_kitchen()
+    report = EvalReport("saycan", MODEL)
+    for i in range(25):
+        task = Task(f"t{i}", "crowd", f"Bring me thing {i}.", TaskInit(),
+                    parse_goal("robot_at(user)", kitchen))
+        result = PlanResult(task.text, "saycan", "max_steps", "no 'done' within 20 steps")
+        report.outcomes.append(TaskOutcome(task, result, i == 0, i == 0, 0.1))
+    lines = report.failed_lines(limit=3)
+    assert lines[0] == f"failed plans (saycan, {MODEL}): 24"
+    assert lines[1] == ("  t1 [crowd] 'Bring me thing 1.': (no step) "
+                        "(max_steps: no 'done' within 20 steps)")
+    assert lines[-1].startswith("  … and 21 more")
+    assert EvalReport("saycan", MODEL).failed_lines() == []
+
+
 def test_the_public_task_file_is_found_by_name(tmp_path):
     from saycan_ros.core.config import resolve_config
     assert Path(resolve_config("tasks.yaml", "tasks.yaml")).is_file()
@@ -81,6 +129,7 @@ def test_the_public_task_file_is_found_by_name(tmp_path):
     (["run", "Bring me a coke.", "--init", "nonsense{"], "--init is not JSON"),
     (["run", "Bring me a coke.", "--init", '{"holding": "banana"}'], "banana"),
     (["run", "Bring me a coke.", "--strategy", "foo"], "--strategy 'foo' does not run"),
+    (["run", "Bring me a coke.", "--goal", "at(coke, moon)"], "--goal: goal 'at(coke, moon)'"),
     (["eval", "--families", "nonexistent"], "--families nonexistent: not in tasks.yaml"),
     (["eval", "--tasks", "latin1.yaml"], "latin1.yaml: not UTF-8 text (byte 0xe9 at offset"),
 ])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -65,12 +66,13 @@ def cmd_run(args) -> int:
         print(_bad_llm_options(args, "run"), file=sys.stderr)
         return 2
     from saycan_ros.ros import graph
-    from saycan_ros.ros.commander import SayCanCommander
+    from saycan_ros.ros.commander import GraphDown, SayCanCommander
     from saycan_ros.core.tasks import TaskError, check_instruction
 
     from saycan_ros.core.kitchen import load_kitchen
     from saycan_ros.strategies.registry import node_strategy_names
-    from saycan_ros.core.tasks import TaskInit
+    from saycan_ros.core.tasks import TaskInit, parse_goal
+    from saycan_ros.core.world import WorldSnapshot
     # everything the user typed is checked here, before a node starts or a model loads
     try:
         instruction = check_instruction(args.instruction)
@@ -85,6 +87,11 @@ def cmd_run(args) -> int:
         print(f"saycan run: {'--init: ' if args.init and 'init' not in str(exc) else ''}{exc}",
               file=sys.stderr)
         return 2
+    try:
+        goal = parse_goal(args.goal, load_kitchen()) if args.goal is not None else None
+    except TaskError as exc:
+        print(f"saycan run: --goal: {exc}", file=sys.stderr)
+        return 2
     if args.strategy not in node_strategy_names():
         print(f"saycan run: --strategy {args.strategy!r} does not run in the planner node; "
               f"it runs {', '.join(node_strategy_names())} (the others: saycan eval)",
@@ -94,13 +101,14 @@ def cmd_run(args) -> int:
     graph.init_rclpy()
     procs, in_process, own_executor, commander = [], None, None, None
     log_dir = tempfile.mkdtemp(prefix="saycan_run_")
+    keep_logs = False          # kept only when a message points the user at them
     try:
         print(f"starting the SayCan graph ({'one process per node' if args.processes else 'one process'}"
               f", model {args.model})...", flush=True)
         if args.processes:
             procs = graph.start_processes(params, log_dir=log_dir)
         else:
-            in_process = graph.start_in_process(params)
+            in_process = graph.start_in_process(params, quiet=not args.verbose)
         commander = SayCanCommander(on_scores=lambda m: _print_scores(m, args.top),
                                     on_status=_print_status)
         executor = in_process.executor if in_process else None
@@ -110,13 +118,16 @@ def cmd_run(args) -> int:
             spin_thread = threading.Thread(target=executor.spin, daemon=True)
             spin_thread.start()
         executor.add_node(commander)
-        commander.wait_until_ready(timeout_s=args.ready_timeout)
+        gone = (lambda: graph.exited(procs)) if procs else None
+        commander.wait_until_ready(timeout_s=args.ready_timeout, gone=gone)
         if init is not None:
             commander.reset_world(init)
         print(f"\ninstruction: {instruction}", flush=True)
         commander.send_instruction(instruction)
         deadline = time.monotonic() + args.timeout
         while not commander.is_task_complete():
+            if gone is not None and gone():
+                raise GraphDown(f"a node died during the plan: {gone()}")
             if time.monotonic() > deadline:
                 print(f"saycan run: no result within {args.timeout:g} s; cancelling",
                       file=sys.stderr)
@@ -125,11 +136,10 @@ def cmd_run(args) -> int:
             time.sleep(0.05)
         result = commander.get_result()
         state = commander.world_state()
-        print(f"\nresult: {result['state']} — {result['message']}")
-        print("plan: " + " → ".join(result["plan"]))
-        print(f"world: robot at the {state['robot_at']}, holding "
-              f"{state['holding'] or 'nothing'}; " + ", ".join(
-                  f"{o}: {l}" for o, l in sorted(state["objects"].items())))
+        goal_holds = (goal.holds(WorldSnapshot.from_dict(state)) if goal is not None
+                      else None)
+        for line in outcome_lines(result, state, goal, goal_holds):
+            print(line)
         if args.plot:
             from saycan_ros.evaluation.plotting import plot_plan
             steps = [{"step": m.step, "skills": list(m.skills), "llm": list(m.llm),
@@ -139,9 +149,15 @@ def cmd_run(args) -> int:
         if args.json:
             with open(args.json, "w", encoding="utf-8") as handle:
                 json.dump({"result": result, "world": state}, handle, indent=1)
-        return 0 if result["state"] == "succeeded" else 1
+        return 0 if result["state"] == "succeeded" and goal_holds is not False else 1
+    except GraphDown as exc:
+        keep_logs = True
+        print(f"saycan run: {exc}", file=sys.stderr)
+        return 1
     except TimeoutError as exc:
-        print(f"saycan run: {exc} (node logs: {log_dir})", file=sys.stderr)
+        keep_logs = bool(procs)
+        print(f"saycan run: {exc}" + (f" (node logs: {log_dir})" if keep_logs else ""),
+              file=sys.stderr)
         return 1
     finally:
         # Stop every executor before rclpy shuts down: a thread still spinning then aborts.
@@ -156,6 +172,29 @@ def cmd_run(args) -> int:
         import rclpy
         if rclpy.ok():
             rclpy.shutdown()
+        if not keep_logs:
+            shutil.rmtree(log_dir, ignore_errors=True)
+
+
+def outcome_lines(result: dict, state: dict, goal=None, goal_holds: bool | None = None
+                  ) -> list[str]:
+    """What ``saycan run`` can honestly say at the end: how the plan ended (choosing ``done``
+    is the model's judgement, not proof), whether the ``--goal`` holds when one was given, the
+    plan and the final world."""
+    if result["state"] == "succeeded":
+        n = max(0, len(result["plan"]) - 1)
+        head = (f"result: the planner chose 'done' after {n} skill{'' if n == 1 else 's'}"
+                + (", all of which succeeded" if n > 1 else ", which succeeded" if n else ""))
+    else:
+        head = f"result: {result['state']} — {result['message']}"
+    if goal is None:
+        check = "goal: not checked (give --goal \"…\" in the task-file grammar to check it)"
+    else:
+        check = f"goal: {'holds' if goal_holds else 'does NOT hold'} — {goal.text}"
+    world = (f"world: robot at the {state['robot_at']}, holding "
+             f"{state['holding'] or 'nothing'}; " + ", ".join(
+                 f"{o}: {l}" for o, l in sorted(state["objects"].items())))
+    return ["", head, check, "plan: " + " → ".join(result["plan"]), world]
 
 
 # -- eval ----------------------------------------------------------------------------------------
@@ -248,6 +287,9 @@ def cmd_eval(args) -> int:
         paths = write_report(reports, args.report, kitchen=vocabulary.kitchen,
                              skills=vocabulary.skills, command="saycan " + " ".join(sys.argv[1:]))
         print("report: " + ", ".join(str(p) for p in paths.values()))
+    for report in reports:
+        for line in report.failed_lines():
+            print(line)
     for report in reports[1:]:
         print(f"{report.strategy} ({report.model}): {report.summary_line()}")
     if args.executor != "oracle":
@@ -318,12 +360,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("instruction")
     model_args(run)
     run.add_argument("--processes", action="store_true", help="one process per node")
+    run.add_argument("--verbose", action="store_true",
+                     help="show the nodes' [INFO] logs and model-loading progress bars")
     run.add_argument("--world", default="symbolic", choices=["symbolic", "sim"],
                      help="where skills run: the symbolic kitchen or the built-in simulator")
     run.add_argument("--seed", type=int, default=0, help="sim: layout seed")
     run.add_argument("--plot", help="draw per-step scores to this PNG")
     run.add_argument("--json", help="write the result to this file")
     run.add_argument("--init", help="task init as JSON, e.g. '{\"holding\": \"apple\"}'")
+    run.add_argument("--goal", help="check this goal on the final world, in the task-file "
+                                    "grammar, e.g. 'at(coke can, trash can)'")
     run.add_argument("--top", type=int, default=5, help="skills shown per step")
     run.add_argument("--timeout", type=float, default=600.0)
     run.add_argument("--ready-timeout", type=float, default=300.0)

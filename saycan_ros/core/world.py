@@ -41,6 +41,13 @@ class WorldSnapshot:
                 "robot_pose": list(self.robot_pose), "holding": self.holding,
                 "objects": dict(self.objects)}
 
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "WorldSnapshot":
+        """The inverse of :meth:`to_dict` (e.g. the skill executor's ``state_json``)."""
+        return cls(int(data.get("revision", 0)), data.get("robot_at"),
+                   tuple(data.get("robot_pose") or (0.0, 0.0, 0.0)), data.get("holding"),
+                   dict(data.get("objects") or {}))
+
 
 class SymbolicWorld:
     """Mutable symbolic kitchen state with skill semantics.

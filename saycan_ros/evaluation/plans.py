@@ -101,6 +101,21 @@ class EvalReport:
                      f"{_rate(*self.total('execution_success'))} |")
         return "\n".join(lines)
 
+    def failed_lines(self, limit: int = 20) -> list[str]:
+        """One line per task whose plan failed (id, family, instruction, the plan and how it
+        ended), at most ``limit`` of them, then how many were left out."""
+        failed = [o for o in self.outcomes if not o.plan_success]
+        if not failed:
+            return []
+        lines = [f"failed plans ({self.strategy}, {self.model}): {len(failed)}"]
+        for o in failed[:limit]:
+            plan = " → ".join(o.result.plan) or "(no step)"
+            lines.append(f"  {o.task.id} [{o.task.family}] {o.task.text!r}: {plan} "
+                         f"({o.result.state}: {o.result.message})")
+        if len(failed) > limit:
+            lines.append(f"  … and {len(failed) - limit} more (every task: --json or --report)")
+        return lines
+
     def summary_line(self, metric: str = "plan_success") -> str:
         k, n = self.total(metric)
         return f"{metric.replace('_', ' ')}: {k}/{n} ({100.0 * k / max(n, 1):.1f}%)"

@@ -32,6 +32,10 @@ from saycan_ros.srv import GetWorldState, ResetWorld
 TERMINAL_STATES = ("succeeded", "failed", "cancelled")
 
 
+class GraphDown(RuntimeError):
+    """A node of the graph has died."""
+
+
 class SayCanCommander(Node):
     def __init__(self, name: str = "saycan_commander",
                  on_scores: Callable[[SkillScores], None] | None = None,
@@ -57,11 +61,17 @@ class SayCanCommander(Node):
         self.scores: list[SkillScores] = []
 
     # -- readiness -----------------------------------------------------------------------------
-    def wait_until_ready(self, timeout_s: float = 120.0) -> None:
-        """Wait for the planner to listen and for every service of the graph to be up."""
+    def wait_until_ready(self, timeout_s: float = 120.0,
+                         gone: Callable[[], str] | None = None) -> None:
+        """Wait for the planner to listen and for every service of the graph to be up.
+        ``gone()``, checked as often, says which node has died (empty while all run): then
+        :class:`GraphDown` is raised at once instead of waiting out the timeout."""
         deadline = time.monotonic() + timeout_s
         services = (LLM_SERVICE, AFFORDANCE_SERVICE, EXECUTE_SERVICE, CANCEL_SERVICE)
         while time.monotonic() < deadline:
+            dead = gone() if gone is not None else ""
+            if dead:
+                raise GraphDown(f"the SayCan graph cannot come up: {dead}")
             names = {name for name, _ in self.get_service_names_and_types()}
             missing = [s for s in services if s not in names]
             if not missing and self.instruction_pub.get_subscription_count() > 0:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -52,9 +53,13 @@ class InProcessGraph:
 
 
 def start_in_process(params: Mapping[str, Mapping[str, Any]], threads: int = 6,
-                     include=tuple(NODES)) -> InProcessGraph:
-    """Build the nodes named in ``include`` (rclpy must be initialised) and spin them."""
+                     include=tuple(NODES), quiet: bool = False) -> InProcessGraph:
+    """Build the nodes named in ``include`` (rclpy must be initialised) and spin them.
+    ``quiet``: the nodes log warnings and errors only, and model loading shows no progress
+    bars (their output would interleave with whatever the caller prints)."""
     import importlib
+    if quiet:
+        quiet_nodes(include)
     graph = InProcessGraph(MultiThreadedExecutor(num_threads=threads))
     for name in include:
         module, cls = NODES[name]
@@ -62,6 +67,20 @@ def start_in_process(params: Mapping[str, Mapping[str, Any]], threads: int = 6,
         graph.add(node_cls(parameter_overrides=_overrides(params.get(name, {}))))
     graph.start()
     return graph
+
+
+def quiet_nodes(names) -> None:
+    """Warnings and errors only from these nodes' loggers, and no progress bars of model
+    loading in this process."""
+    for name in names:
+        rclpy.logging.set_logger_level(name, rclpy.logging.LoggingSeverity.WARN)
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"transformers\b")
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        return
+    hf_logging.disable_progress_bar()
 
 
 def _ros_arg(value: Any) -> str:
@@ -84,8 +103,30 @@ def start_processes(params: Mapping[str, Mapping[str, Any]], include=tuple(NODES
         for key, value in params.get(name, {}).items():
             args += ["-p", f"{key}:={_ros_arg(value)}"]
         out = open(os.path.join(log_dir, f"{name}.log"), "w") if log_dir else subprocess.DEVNULL
-        procs.append(subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT))
+        proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc.node_name = name           # for exited(): which node it was
+        proc.log_path = os.path.join(log_dir, f"{name}.log") if log_dir else None
+        procs.append(proc)
     return procs
+
+
+def exited(procs: list[subprocess.Popen]) -> str:
+    """"" while every node process runs; else which ones have exited, with their exit codes and
+    the last line of each one's log (what a user needs to see at once, not after a timeout)."""
+    gone = []
+    for proc in procs:
+        code = proc.poll()
+        if code is None:
+            continue
+        text = f"node '{getattr(proc, 'node_name', proc.args)}' exited with code {code}"
+        log = getattr(proc, "log_path", None)
+        if log and os.path.isfile(log):
+            with open(log, encoding="utf-8", errors="replace") as handle:
+                lines = [line.strip() for line in handle if line.strip()]
+            if lines:
+                text += f": {lines[-1][:300]} (log: {log})"
+        gone.append(text)
+    return "; ".join(gone)
 
 
 def stop_processes(procs: list[subprocess.Popen], timeout_s: float = 5.0) -> None:
