@@ -7,6 +7,7 @@ import threading
 from typing import Any, Callable
 
 import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -33,9 +34,21 @@ class ServiceCallError(RuntimeError):
     """A service that is absent, timed out or failed."""
 
 
-def declare_parameters(node: Node, defaults: dict[str, Any]) -> dict[str, Any]:
-    """Declare every parameter with its default and return the values in force."""
-    return {name: node.declare_parameter(name, value).value for name, value in defaults.items()}
+def declare_parameters(node: Node, defaults: dict[str, Any],
+                       descriptions: dict[str, str] | None = None) -> dict[str, Any]:
+    """Declare every parameter with its default and a descriptor, and return the values in force.
+
+    The nodes read their parameters once, when they start, so every one is declared read-only:
+    a change at run time (``ros2 param set``) is refused with that reason instead of being
+    accepted and ignored. ``descriptions`` shows in ``ros2 param describe``."""
+    descriptions = descriptions or {}
+    values = {}
+    for name, value in defaults.items():
+        descriptor = ParameterDescriptor(
+            description=descriptions.get(name, name.replace("_", " ")) + " (read at start)",
+            read_only=True)
+        values[name] = node.declare_parameter(name, value, descriptor).value
+    return values
 
 
 def call_service(node: Node, client, request, timeout_s: float, label: str):

@@ -45,6 +45,17 @@ DEFAULTS = {
     "skills_file": "",
     "registry_file": "",           # "" = every skill to /saycan/execute; else route per family
 }
+DESCRIPTIONS = {
+    "strategy": "how the next skill is chosen: saycan (LLM x affordance) or no_vf (LLM only)",
+    "max_steps": "skills per instruction before the plan ends as max_steps (>= 1)",
+    "score_timeout_s": "seconds to wait for each SkillScore answer",
+    "execute_timeout_s": "seconds to wait for each ExecuteSkill answer, beyond the skill's own",
+    "skill_timeout_s": "timeout passed to ExecuteSkill (0: the executor's default)",
+    "kitchen_file": "kitchen YAML ('' = config/kitchen.yaml)",
+    "skills_file": "skill repertoire YAML ('' = config/skills.yaml)",
+    "registry_file": "skill registry YAML routing each family to its executor ('' = all to "
+                     "/saycan/execute)",
+}
 
 
 class ServiceScoreSource:
@@ -88,7 +99,7 @@ class ServiceExecutor:
 class PlannerNode(Node):
     def __init__(self, **kwargs):
         super().__init__("planner", **kwargs)
-        self.params = declare_parameters(self, DEFAULTS)
+        self.params = declare_parameters(self, DEFAULTS, DESCRIPTIONS)
         if self.params["strategy"] not in node_strategy_names():
             # generative, llm_planner, saycan_cot, bc_* need a text generator or the pick
             # policy in the same process: they run in `saycan eval`, not behind SkillScore.
