@@ -66,10 +66,42 @@ def test_package_xml(package):
     assert {"std_msgs", "geometry_msgs"} <= build & run
     assert {
         "rosidl_default_runtime", "rclpy", "std_msgs", "std_srvs", "geometry_msgs", "nav_msgs",
-        "sensor_msgs", "visualization_msgs", "trajectory_msgs", "tf2_ros", "launch", "launch_ros",
+        "sensor_msgs", "visualization_msgs", "trajectory_msgs", "launch", "launch_ros",
         "python3-numpy", "python3-yaml",
     } <= run
-    assert {"launch_testing", "python3-pytest"} <= _names(package.test_depends)
+    assert {"python3-pytest"} <= _names(package.test_depends)
+
+
+#: ROS packages needed at run time without being imported by name.
+RUNTIME_ONLY = {"rosidl_default_runtime", "action_msgs"}   # generated code; rclpy.action
+OPTIONAL = {"nav2_msgs"}        # navigate_skill backend:=nav2 only, imported in a try
+
+
+def _ros_imports() -> set[str]:
+    """The ROS packages the code and the launch files import (first dotted name)."""
+    ros = set()
+    for path in list((ROOT / PKG).rglob("*.py")) + list((ROOT / "launch").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module
+                     and node.level == 0 else
+                     [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            for name in names:
+                top = name.split(".")[0]
+                if top.endswith(("_msgs", "_srvs", "_interfaces")) or top in (
+                        "rclpy", "launch", "launch_ros", "ament_index_python"):
+                    ros.add(top)
+    return ros
+
+
+def test_package_xml_declares_exactly_what_the_code_imports(package):
+    """Every ROS package imported is an exec_depend (or build+exec depend), and every ROS
+    exec_depend is imported (or needed at run time by name only)."""
+    declared = {n for n in _names(package.exec_depends) | _names(package.build_depends)
+                if not n.startswith("python3-")}
+    imported = _ros_imports()
+    assert imported - OPTIONAL <= declared, sorted(imported - OPTIONAL - declared)
+    unused = declared - imported - RUNTIME_ONLY
+    assert not unused, sorted(unused)
 
 
 def test_version_single_source(package):

@@ -35,9 +35,25 @@ def place_env():
     return KitchenSkillEnv("place")
 
 
+@pytest.mark.parametrize("code", [
+    # what a gymnasium user writes: the package import registers the ids ...
+    "import gymnasium as gym, saycan_ros.sim; env = gym.make('SayCanKitchen-Pick-v0')",
+    # ... or gymnasium 1.x's module-prefixed id, with no project import at all
+    "import gymnasium as gym; env = gym.make('saycan_ros.sim:SayCanKitchen-Place-v0')",
+], ids=["import-saycan_ros.sim", "module-prefixed-id"])
+def test_gym_make_finds_the_environments_in_a_fresh_interpreter(code):
+    import subprocess
+    import sys
+    check = code + "; env.reset(seed=0); print(type(env.unwrapped).__name__)"
+    proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "KitchenSkillEnv"
+
+
 @pytest.mark.parametrize("task", sorted(ENV_IDS))
 def test_check_env_passes(task):
-    env = gym.make(ENV_IDS[task])              # registered on import of saycan_ros.sim.envs
+    env = gym.make(ENV_IDS[task])              # registered on import of saycan_ros.sim
     check_env(env.unwrapped, skip_render_check=False)
     env.close()
 

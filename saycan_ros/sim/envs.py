@@ -27,6 +27,7 @@ from gymnasium import spaces
 
 from saycan_ros.core.kitchen import Kitchen, load_kitchen
 from saycan_ros.robot.cameras import EE_VIEW_ZOOM, HEAD_CAMERA_SIZE
+from saycan_ros.sim import ENV_IDS
 from saycan_ros.sim.camera import Camera, make_ee_camera
 from saycan_ros.sim.control import ACTION_SIZE, apply_action
 from saycan_ros.sim.expert import PickExpert, PlaceExpert, free_spot, lifted
@@ -38,7 +39,6 @@ PICK_LOCATIONS = ("close counter", "far counter", "table")
 PLACE_LOCATIONS = ("close counter", "far counter", "table", "trash can", "user")
 MAX_STEPS = 50
 SKILL_CHARSET = string.ascii_lowercase + string.digits + " -'"
-ENV_IDS = {"pick": "SayCanKitchen-Pick-v0", "place": "SayCanKitchen-Place-v0"}
 
 
 class KitchenSkillEnv(gym.Env):
@@ -232,13 +232,3 @@ class KitchenSkillEnv(gym.Env):
             return self.camera.render().copy()
         return None
 
-
-def register_envs() -> None:
-    """Register the environment ids with gymnasium (idempotent)."""
-    for task, env_id in ENV_IDS.items():
-        if env_id not in gym.registry:
-            gym.register(id=env_id, entry_point="saycan_ros.sim.envs:KitchenSkillEnv",
-                         kwargs={"task": task})
-
-
-register_envs()

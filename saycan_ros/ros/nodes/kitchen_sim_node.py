@@ -69,6 +69,8 @@ PARAMETERS = {
     "publish_scan": True,
     "markers_rate_hz": 2.0,
     "cmd_timeout_s": 0.5,          # watchdog: stop the base / arm after this long without commands
+    "cmd_vel_stamped": False,      # cmd_vel as geometry_msgs/TwistStamped (ros2_control's
+                                   # diff_drive_controller since Jazzy); Twist for Gazebo bridges
     "seed": 0,
     "init": "",                    # task init (JSON or YAML mapping) of the first episode
     "kitchen": "",                 # kitchen file; "" = the built-in config/kitchen.yaml
@@ -161,7 +163,11 @@ class KitchenSimNode(Node):
         else:
             self.get_logger().warning("saycan_ros interfaces are not built: no world services")
 
-        self.create_subscription(Twist, "cmd_vel", self.on_cmd_vel, 10)
+        if p["cmd_vel_stamped"]:
+            self.create_subscription(TwistStamped, "cmd_vel",
+                                     lambda msg: self.on_cmd_vel(msg.twist), 10)
+        else:
+            self.create_subscription(Twist, "cmd_vel", self.on_cmd_vel, 10)
         self.create_subscription(TwistStamped, "servo_node/delta_twist_cmds", self.on_servo, 10)
         self.create_subscription(Float64MultiArray, "gripper_controller/commands", self.on_gripper, 10)
         self.create_subscription(JointTrajectory, "arm_controller/joint_trajectory",

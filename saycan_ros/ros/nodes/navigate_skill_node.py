@@ -23,7 +23,7 @@ import threading
 import time
 
 import numpy as np
-from geometry_msgs.msg import PoseStamped, Twist
+from geometry_msgs.msg import PoseStamped, Twist, TwistStamped
 from nav_msgs.msg import OccupancyGrid, Odometry, Path
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import LaserScan
@@ -44,6 +44,8 @@ DEFAULTS = {
     "nav2_server_timeout_s": 5.0,
     "map_frame": "map",
     "base_frame": "base_link",
+    "cmd_vel_stamped": False,        # cmd_vel as TwistStamped (ros2_control diff_drive since
+                                     # Jazzy; frame base_frame) instead of Twist (Gazebo bridges)
     "max_linear_speed": 0.6,         # m/s
     "max_angular_speed": 1.2,        # rad/s
     "xy_goal_tolerance": 0.03,       # m
@@ -107,7 +109,8 @@ class NavigateSkillNode(SkillServerNode):
                                  callback_group=group)
         self.create_subscription(OccupancyGrid, "map", self._on_map, LATCHED_QOS,
                                  callback_group=group)
-        self.cmd_pub = self.create_publisher(Twist, "cmd_vel", 10)
+        self.cmd_pub = self.create_publisher(
+            TwistStamped if self.params["cmd_vel_stamped"] else Twist, "cmd_vel", 10)
         self.path_pub = self.create_publisher(Path, "~/plan", LATCHED_QOS)
         self.feedback_pub = self.create_publisher(String, "~/feedback", 10)
         self._nav2 = None
@@ -224,9 +227,7 @@ class NavigateSkillNode(SkillServerNode):
                 fresh = now - self._scan_time < float(self.params["scan_timeout_s"])
                 scan = self._scan if fresh else None
                 step = self.navigator.update(self.odom.pose(), scan, now)
-                twist = Twist()
-                twist.linear.x, twist.angular.z = float(step.linear), float(step.angular)
-                self.cmd_pub.publish(twist)
+                self.publish_velocity(float(step.linear), float(step.angular))
                 if step.feedback is not None:
                     job.feedback = step.feedback.to_dict()
                     self.feedback_pub.publish(String(data=json.dumps(job.feedback)))
@@ -303,7 +304,19 @@ class NavigateSkillNode(SkillServerNode):
             f": {detail} (error {code})" if detail or code else "")
 
     def stop_robot(self) -> None:
-        self.cmd_pub.publish(Twist())
+        self.publish_velocity(0.0, 0.0)
+
+    def publish_velocity(self, linear: float, angular: float) -> None:
+        """One base command on cmd_vel, stamped (in the base frame) or not, as configured."""
+        twist = Twist()
+        twist.linear.x, twist.angular.z = linear, angular
+        if not self.params["cmd_vel_stamped"]:
+            self.cmd_pub.publish(twist)
+            return
+        msg = TwistStamped(twist=twist)
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.frame_id = self.params["base_frame"]
+        self.cmd_pub.publish(msg)
 
 
 def main(args=None) -> None:
