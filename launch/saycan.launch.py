@@ -4,6 +4,7 @@ planner.
     ros2 launch saycan_ros saycan.launch.py
     ros2 launch saycan_ros saycan.launch.py params_file:=/path/to/saycan.yaml strategy:=no_vf
     ros2 topic pub --once /saycan/instruction std_msgs/String "{data: 'Bring me a coke.'}"
+    ros2 launch saycan_ros saycan.launch.py namespace:=robot1   # /robot1/saycan/instruction ...
 """
 import os
 
@@ -19,7 +20,13 @@ def generate_launch_description():
     params_file = LaunchConfiguration("params_file")
     strategy = LaunchConfiguration("strategy")
     model = LaunchConfiguration("model")
+    namespace = LaunchConfiguration("namespace")
+    sim_time = {"use_sim_time": LaunchConfiguration("use_sim_time")}
     return LaunchDescription([
+        DeclareLaunchArgument("namespace", default_value="",
+                              description="the robot's namespace: every saycan/* name under it"),
+        DeclareLaunchArgument("use_sim_time", default_value="false",
+                              description="true with a simulator that publishes /clock"),
         DeclareLaunchArgument("params_file",
                               default_value=os.path.join(share, "config", "saycan.yaml"),
                               description="ros__parameters for every node"),
@@ -27,12 +34,12 @@ def generate_launch_description():
                               description="saycan | no_vf"),
         DeclareLaunchArgument("model", default_value="smollm2-135m",
                               description="language model of the scorer"),
-        Node(package="saycan_ros", executable="llm_scorer", name="llm_scorer",
-             parameters=[params_file, {"model": model}], output="screen"),
-        Node(package="saycan_ros", executable="affordance", name="affordance",
-             parameters=[params_file], output="screen"),
-        Node(package="saycan_ros", executable="skill_executor", name="skill_executor",
-             parameters=[params_file], output="screen"),
-        Node(package="saycan_ros", executable="planner", name="planner",
-             parameters=[params_file, {"strategy": strategy}], output="screen"),
+        Node(package="saycan_ros", executable="llm_scorer", name="llm_scorer", namespace=namespace,
+             parameters=[params_file, sim_time, {"model": model}], output="screen"),
+        Node(package="saycan_ros", executable="affordance", name="affordance", namespace=namespace,
+             parameters=[params_file, sim_time], output="screen"),
+        Node(package="saycan_ros", executable="skill_executor", name="skill_executor", namespace=namespace,
+             parameters=[params_file, sim_time], output="screen"),
+        Node(package="saycan_ros", executable="planner", name="planner", namespace=namespace,
+             parameters=[params_file, sim_time, {"strategy": strategy}], output="screen"),
     ])

@@ -2,6 +2,7 @@
 diff_drive_controller takes since Jazzy): the navigate skill publishes stamped twists in the
 base frame and kitchen_sim drives on them, over DDS."""
 import math
+import threading
 import time
 
 import pytest
@@ -30,24 +31,31 @@ def test_stamped_cmd_vel_drives_the_simulated_base():
     executor = MultiThreadedExecutor(num_threads=4, context=context)
     for node in (sim, nav, probe):
         executor.add_node(node)
-    try:
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    spinner.start()
+
+    def wait(condition, what, publish=None):
         end = time.monotonic() + 20
-        while not (odom and probe.count_publishers("cmd_vel") and sim.count_subscribers("cmd_vel")):
-            assert time.monotonic() < end, "no odometry or no cmd_vel match"
-            executor.spin_once(timeout_sec=0.05)
+        while not condition():
+            assert time.monotonic() < end, what
+            if publish is not None:
+                publish()
+            time.sleep(0.05)
+
+    try:
+        wait(lambda: odom and probe.count_publishers("cmd_vel") and sim.count_subscribers("cmd_vel"),
+             "no odometry or no cmd_vel match")
         start = odom[-1].pose.pose.position
-        end = time.monotonic() + 1.5
-        while time.monotonic() < end:            # back away from the table
-            nav.publish_velocity(-0.3, 0.0)
-            executor.spin_once(timeout_sec=0.05)
+
+        def moved():
+            now = odom[-1].pose.pose.position
+            return math.hypot(now.x - start.x, now.y - start.y) > 0.1
+
+        # back away from the table on stamped commands until odometry shows the base moved
+        wait(moved, "the base did not move on TwistStamped", lambda: nav.publish_velocity(-0.3, 0.0))
         nav.stop_robot()
-        end = time.monotonic() + 10
-        while seen[-1].twist.linear.x != 0.0:                       # the stop arrives
-            assert time.monotonic() < end, "the stop command never arrived"
-            executor.spin_once(timeout_sec=0.05)
+        wait(lambda: seen[-1].twist.linear.x == 0.0, "the stop command never arrived")
         assert seen[-1].header.frame_id == "base_link"
-        moved = odom[-1].pose.pose.position
-        assert math.hypot(moved.x - start.x, moved.y - start.y) > 0.1
     finally:
         executor.shutdown()
         for node in (sim, nav, probe):

@@ -73,7 +73,7 @@ class SayCanCommander(Node):
             if dead:
                 raise GraphDown(f"the SayCan graph cannot come up: {dead}")
             names = {name for name, _ in self.get_service_names_and_types()}
-            missing = [s for s in services if s not in names]
+            missing = [s for s in services if self.resolve_service_name(s) not in names]
             if not missing and self.instruction_pub.get_subscription_count() > 0:
                 return
             time.sleep(0.1)

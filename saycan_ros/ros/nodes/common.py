@@ -12,18 +12,20 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
-#: Topics and services of the stack (remap them like any ROS name).
-INSTRUCTION_TOPIC = "/saycan/instruction"
-SKILL_SCORES_TOPIC = "/saycan/skill_scores"
-STATUS_TOPIC = "/saycan/status"
-RESULT_TOPIC = "/saycan/result"
-WORLD_STATE_TOPIC = "/saycan/world_state"
-LLM_SERVICE = "/saycan/llm/score"
-AFFORDANCE_SERVICE = "/saycan/affordance/score"
-EXECUTE_SERVICE = "/saycan/execute"
-RESET_SERVICE = "/saycan/world/reset"
-STATE_SERVICE = "/saycan/world/state"
-CANCEL_SERVICE = "/saycan/cancel"
+#: Topics and services of the stack, relative to the node's namespace (remap them like any ROS
+#: name): without one they are /saycan/...; under ``__ns:=/robot1`` they are /robot1/saycan/...,
+#: so two robots' graphs run side by side in one domain.
+INSTRUCTION_TOPIC = "saycan/instruction"
+SKILL_SCORES_TOPIC = "saycan/skill_scores"
+STATUS_TOPIC = "saycan/status"
+RESULT_TOPIC = "saycan/result"
+WORLD_STATE_TOPIC = "saycan/world_state"
+LLM_SERVICE = "saycan/llm/score"
+AFFORDANCE_SERVICE = "saycan/affordance/score"
+EXECUTE_SERVICE = "saycan/execute"
+RESET_SERVICE = "saycan/world/reset"
+STATE_SERVICE = "saycan/world/state"
+CANCEL_SERVICE = "saycan/cancel"
 
 #: Last value kept for late joiners (status, world state, map), like a latched ROS 1 topic.
 LATCHED_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,

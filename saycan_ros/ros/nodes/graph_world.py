@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from saycan_ros.ros.graph import stop_processes
+from saycan_ros.ros.nodes.common import RESET_SERVICE, STATE_SERVICE
 from saycan_ros.core.kitchen import Kitchen, load_kitchen
 from saycan_ros.robot.arm import JOINT_NAMES
 from saycan_ros.core.skills import Skill, SkillSet, load_skills
@@ -89,8 +90,8 @@ class NodeGraphWorld:
         self._thread.start()
         self.router = RoutingExecutor(self.client, load_registry(None, self.skills),
                                       timeout_s=10.0)
-        self._reset = self.client.create_client(ResetWorld, "/saycan/world/reset")
-        self._state = self.client.create_client(GetWorldState, "/saycan/world/state")
+        self._reset = self.client.create_client(ResetWorld, RESET_SERVICE)
+        self._state = self.client.create_client(GetWorldState, STATE_SERVICE)
         self._sensors = threading.Condition()
         self._image = None
         self._joints: dict[str, float] = {}
