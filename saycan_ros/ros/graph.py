@@ -111,7 +111,7 @@ def start_processes(params: Mapping[str, Mapping[str, Any]], include=tuple(NODES
 
 
 def exited(procs: list[subprocess.Popen]) -> str:
-    """"" while every node process runs; else which ones have exited, with their exit codes and
+    """Empty while every node process runs; else which ones have exited, with their exit codes and
     the last line of each one's log (what a user needs to see at once, not after a timeout)."""
     gone = []
     for proc in procs:
