@@ -4,12 +4,20 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from geometry_msgs.msg import Pose2D
+from geometry_msgs.msg import Pose2D, Twist, TwistStamped
 
 from saycan_ros.core.kitchen import GRIPPER
 from saycan_ros.msg import SkillScores, WorldState
 from saycan_ros.planning.planner import StepRecord
 from saycan_ros.core.world import WorldSnapshot
+
+
+def stamped_twist(node, frame_id: str, twist: Twist | None = None) -> TwistStamped:
+    """``twist`` (zero: a stop) stamped now in ``frame_id``, for servo and stamped cmd_vel."""
+    msg = TwistStamped(twist=twist if twist is not None else Twist())
+    msg.header.stamp = node.get_clock().now().to_msg()
+    msg.header.frame_id = frame_id
+    return msg
 
 
 def snapshot_to_msg(snapshot: WorldSnapshot, stamp, frame_id: str = "map") -> WorldState:

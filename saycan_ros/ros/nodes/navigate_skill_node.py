@@ -33,6 +33,7 @@ from saycan_ros.core.kitchen import GRIPPER
 from saycan_ros.skills.navigation import (CostParams, FollowerParams, GridMap, MapError, MonitorParams, Navigator,
                             NavParams, ScanData)
 from saycan_ros.ros.nodes.common import LATCHED_QOS, spin_node
+from saycan_ros.ros.nodes.conversions import stamped_twist
 from saycan_ros.ros.nodes.skill_server import (OdomPose, SkillCancelled, SkillJob, SkillServerNode,
                                            TransformCache, pose2d_from_matrix)
 from saycan_ros.core.skills import Skill
@@ -313,10 +314,7 @@ class NavigateSkillNode(SkillServerNode):
         if not self.params["cmd_vel_stamped"]:
             self.cmd_pub.publish(twist)
             return
-        msg = TwistStamped(twist=twist)
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.header.frame_id = self.params["base_frame"]
-        self.cmd_pub.publish(msg)
+        self.cmd_pub.publish(stamped_twist(self, self.params["base_frame"], twist))
 
 
 def main(args=None) -> None:

@@ -19,14 +19,13 @@ import threading
 import time
 
 from builtin_interfaces.msg import Duration
-from geometry_msgs.msg import TwistStamped
 from nav_msgs.msg import Odometry
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from saycan_ros.ros.nodes.conversions import image_to_rgb
+from saycan_ros.ros.nodes.conversions import image_to_rgb, stamped_twist
 from saycan_ros.ros.nodes.common import spin_node
 from saycan_ros.ros.nodes.skill_server import OdomPose, SkillJob, SkillServerNode, TransformCache
 from saycan_ros.skills.place.controller import ArmModel, CameraModel, PlaceController, PlaceParams
@@ -116,9 +115,7 @@ class PlaceSkillNode(SkillServerNode):
     # -- commands --------------------------------------------------------------------------------
     def _send(self, command) -> None:
         if command.twist is not None:
-            msg = TwistStamped()
-            msg.header.stamp = self.get_clock().now().to_msg()
-            msg.header.frame_id = self.params["base_frame"]
+            msg = stamped_twist(self, self.params["base_frame"])
             msg.twist.linear.x, msg.twist.linear.y, msg.twist.linear.z = map(float, command.twist)
             self.twist_pub.publish(msg)
         if command.gripper is not None:
@@ -164,10 +161,7 @@ class PlaceSkillNode(SkillServerNode):
             job.sleep(period)
 
     def stop_robot(self) -> None:
-        msg = TwistStamped()
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.header.frame_id = self.params["base_frame"]
-        self.twist_pub.publish(msg)
+        self.twist_pub.publish(stamped_twist(self, self.params["base_frame"]))
 
 
 def main(args=None) -> None:
