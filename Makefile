@@ -2,7 +2,7 @@
 #
 #   make venv       .venv with torch (CPU), the requirements, and saycan_ros installed editable
 #   make demo       plan and execute the spilled-coke instruction in the simulated kitchen
-#   make test       the test suite (sets up .venv first if needed)
+#   make test       the test suite (sets up .venv first if needed; TESTS=test/unit: ROS-free only)
 #   make bench      scoring and simulator benchmarks -> bench-results/*.json
 #   make clean      build trees and caches (keeps .venv); make distclean also removes .venv
 #
@@ -21,8 +21,9 @@ PIP := $(VPY) -m pip
 DEPS_STAMP := $(VENV)/.saycan-deps.stamp
 PKG_STAMP := $(VENV)/.saycan-pkg.stamp
 REQUIREMENTS := requirements/torch.txt requirements/runtime.txt requirements/build.txt requirements/dev.txt
-BUILD_INPUTS := CMakeLists.txt package.xml pyproject.toml setup.py $(wildcard msg/*.msg srv/*.srv cmake/*)
+BUILD_INPUTS := CMakeLists.txt package.xml pyproject.toml setup.py $(wildcard msg/*.msg srv/*.srv action/*.action cmake/*)
 BENCH_DIR := bench-results
+TESTS := test                # make test TESTS=test/unit: the ROS-free half
 DEMO_INSTRUCTION := I spilled my coke, can you bring me something to clean it up?
 
 # DDS must never leave the machine; each rclpy-running target has its own domain.
@@ -61,7 +62,7 @@ demo: venv
 
 # -P: the source tree is not put on sys.path ahead of the installed package
 test: venv
-	$(VPY) -P -m pytest test -q
+	$(VPY) -P -m pytest $(TESTS) -q
 
 bench: venv
 	mkdir -p $(BENCH_DIR)

@@ -92,8 +92,13 @@ def retrieved_examples(k: int, pool=None):
                                 for t in retriever.nearest(instruction)]
 
 
+#: Where skills take effect (``saycan run --world``, ``saycan eval --world``).
+WORLDS = ("symbolic", "sim", "nodes")
+
+
 def make_world(kind: str, kitchen: Kitchen, init=None, seed: int = 0, **options):
-    """The world skills run in: ``symbolic`` (the oracle) or ``sim`` (the built-in simulator).
+    """The world skills run in: ``symbolic`` (the oracle), ``sim`` (the built-in simulator) or
+    ``nodes`` (the running node graph).
 
     Both offer ``reset(init)``, ``snapshot()``, ``execute(skill)``, ``revision``, ``robot_at``,
     ``holding``, ``objects`` and ``object_location(o)``. ``options`` go to the simulator
@@ -113,4 +118,4 @@ def make_world(kind: str, kitchen: Kitchen, init=None, seed: int = 0, **options)
             raise ValueError("world 'nodes' needs graph=NodeGraphWorld(...)")
         graph.reset(init, seed=seed)
         return graph
-    raise ValueError(f"unknown world {kind!r}; known: symbolic, sim, nodes")
+    raise ValueError(f"unknown world {kind!r}; known: {', '.join(WORLDS)}")

@@ -15,7 +15,7 @@ simulator's ground truth.
   no free spot was seen (a full trash can: put where there is most room) and placements
   within 8 cm of another object.
 
-Other skills plug in with :func:`register_skill_evaluator` (e.g. ``pick``); ``register_cli``
+Other skills plug in with :func:`register_skill_evaluator` (e.g. ``pick``); ``register``
 adds the ``eval-skill`` sub-command to the ``saycan`` parser. The last line printed is
 ``skill <name>: success K/N (P%)``.
 """
@@ -33,6 +33,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from saycan_ros.robot.arm import JOINT_NAMES
+from saycan_ros.worlds.closed_loop import CONTROL_PERIOD_S, drive, place_in_sim
 
 
 # -- reports ---------------------------------------------------------------------------------------
@@ -88,16 +89,6 @@ class SkillEvalReport:
 
 
 # -- navigation ------------------------------------------------------------------------------------
-CONTROL_PERIOD_S = 0.05          # the nodes' control rate (20 Hz); the simulator steps at 50 Hz
-
-
-def _scan_data(scanner, pose):
-    from saycan_ros.skills.navigation import ScanData
-    spec = scanner.spec
-    return ScanData(scanner.scan(*pose), spec.angle_min, spec.angle_increment, spec.range_min,
-                    spec.range_max, mount=(spec.x, 0.0, 0.0))
-
-
 def random_free_pose(world, rng: np.random.Generator, clearance: float = 0.05):
     """A uniformly random pose where the base's footprint is ``clearance`` clear of everything."""
     radius = world.base.limits.radius + clearance
@@ -109,40 +100,13 @@ def random_free_pose(world, rng: np.random.Generator, clearance: float = 0.05):
     raise RuntimeError("no free pose found in the kitchen")
 
 
-def drive(world, navigator, goal, scanner=None, control_period: float = CONTROL_PERIOD_S,
-          timeout_s: float = 120.0, on_step: Callable | None = None):
-    """Run ``navigator`` toward ``goal`` (x, y, yaw) on a KitchenWorld; returns the NavResult."""
-    from saycan_ros.skills.navigation import NavResult, NavStatus
-    t0 = world.time
-    result = navigator.start(goal, world.base.pose, world.time)
-    next_control = world.time
-    while result is None:
-        if world.time - t0 > timeout_s:
-            navigator.cancel()
-            result = NavResult(NavStatus.ABORTED, 9003, f"timed out after {timeout_s:g} s")
-            break
-        if world.time >= next_control - 1e-9:
-            scan = _scan_data(scanner, world.base.pose) if scanner is not None else None
-            step = navigator.update(world.base.pose, scan, world.time)
-            world.command_base(step.linear, step.angular)
-            result = step.result
-            next_control += control_period
-        world.step()
-        if on_step is not None:
-            on_step(world)
-    world.command_base(0.0, 0.0)
-    for _ in range(25):          # come to rest
-        world.step()
-    return result
-
-
 def evaluate_navigation(episodes: int = 50, seed: int = 0, locations: Sequence[str] | None = None,
                         kitchen=None, control_period: float = CONTROL_PERIOD_S,
                         progress: Callable[[str], None] | None = None) -> SkillEvalReport:
     """``episodes`` random starts per location; see the module docstring."""
     from saycan_ros.core.kitchen import load_kitchen
     from saycan_ros.skills.navigation import GridMap, Navigator
-    from saycan_ros.sim.navigation import RESOLUTION
+    from saycan_ros.sim.floorplan import MAP_RESOLUTION
     from saycan_ros.sim.scan import LaserScanner
     from saycan_ros.sim.world import KitchenWorld
 
@@ -150,7 +114,7 @@ def evaluate_navigation(episodes: int = 50, seed: int = 0, locations: Sequence[s
     kitchen = kitchen or load_kitchen()
     world = KitchenWorld(kitchen, cmd_timeout=0.5, seed=seed)
     scanner = LaserScanner(world.plan)
-    grid = GridMap(world.plan.occupancy_grid(RESOLUTION), RESOLUTION)   # what /map carries
+    grid = GridMap(world.plan.occupancy_grid(MAP_RESOLUTION), MAP_RESOLUTION)   # what /map carries
     navigator = Navigator(grid)
     rng = np.random.default_rng(seed)
     names = list(locations or kitchen.locations)
@@ -179,45 +143,6 @@ def evaluate_navigation(episodes: int = 50, seed: int = 0, locations: Sequence[s
 
 # -- place -----------------------------------------------------------------------------------------
 PLACE_LOCATIONS = ("close counter", "far counter", "table", "trash can", "user")
-
-
-def place_in_sim(world, controller, control_period: float = CONTROL_PERIOD_S,
-                 timeout_s: float = 60.0, camera=None):
-    """Run a PlaceController on a KitchenWorld holding something; returns the final command.
-    ``camera``: a simulated head camera (saycan_ros.sim.camera.Camera) to look for free space."""
-    from saycan_ros.skills.place.controller import CameraModel, PlaceCommand
-    model = None
-    if camera is not None:
-        m = camera.mount
-        model = CameraModel.from_mount(m.x, m.z, m.pitch, m.hfov, camera.width, camera.height)
-    final = controller.start(world.arm.joint_positions, world.base.pose, world.time,
-                             look=camera is not None)
-    if final is not None:
-        return final
-    t0 = world.time
-    next_control = world.time
-    command = PlaceCommand()
-    while True:
-        if world.time - t0 > timeout_s:
-            world.command_ee_twist(0.0, 0.0, 0.0)
-            return PlaceCommand(done=True, success=False, message="timed out")
-        if world.time >= next_control - 1e-9:
-            image = camera.render().copy() if command.want_image else None
-            command = controller.update(world.arm.joint_positions, world.base.pose, world.time,
-                                        image=image, camera=model if image is not None else None)
-            if command.twist is not None:
-                world.command_ee_twist(*command.twist)
-            if command.gripper is not None:
-                world.command_gripper(command.gripper)
-            if command.trajectory is not None:
-                world.command_arm_trajectory([command.trajectory])
-            next_control += control_period
-            if command.done:
-                break
-        world.step()
-    for _ in range(10):
-        world.step()
-    return command
 
 
 def evaluate_place(episodes: int = 250, seed: int = 0, locations: Sequence[str] | None = None,
@@ -345,7 +270,7 @@ def cmd_eval_skill(args) -> int:
     return 0
 
 
-def register_cli(subparsers) -> argparse.ArgumentParser:
+def register(subparsers) -> argparse.ArgumentParser:
     """Add ``eval-skill`` to the ``saycan`` command's sub-parsers."""
     parser = subparsers.add_parser(
         "eval-skill", help="skill success on random starts in the simulator",
@@ -364,15 +289,3 @@ def register_cli(subparsers) -> argparse.ArgumentParser:
         evaluator.add_to(parser)
     parser.set_defaults(func=cmd_eval_skill)
     return parser
-
-
-def main(argv=None) -> int:
-    """Stand-alone entry point (``python -m saycan_ros.cli.eval_skill navigate``)."""
-    parser = argparse.ArgumentParser(prog="saycan")
-    register_cli(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["eval-skill", *(sys.argv[1:] if argv is None else argv)])
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

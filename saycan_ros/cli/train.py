@@ -1,4 +1,4 @@
-"""The learning commands of ``saycan``, added by :func:`register_cli` (called from
+"""The learning commands of ``saycan``, added by :func:`register` (called from
 ``saycan_ros/cli/main.py``):
 
     saycan train bc    [--config F] [--seed 0] [--out models/bc_pick.pt] [--set train.steps=100]
@@ -11,11 +11,9 @@
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
-import sys
 
 
 def _nested(subparsers, name: str, help_: str):
@@ -130,7 +128,7 @@ def pick_arguments(parser) -> None:
                         help="pick: store the result in the weights' record (models/bc_pick.json)")
 
 
-def register_cli(subparsers) -> None:
+def register(subparsers) -> None:
     """Add ``train {bc,value,planner}`` and ``eval-value`` to ``saycan``."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     train = train_subparsers(subparsers)
@@ -166,19 +164,3 @@ def register_cli(subparsers) -> None:
     ev.add_argument("--json", default="")
     ev.add_argument("--record", action="store_true", help="store the result in models/value_pick.json")
     ev.set_defaults(func=cmd_eval_value)
-
-
-def main(argv=None) -> int:
-    """Stand-alone entry (``python -m saycan_ros.cli.train ...``) until saycan's CLI calls
-    :func:`register_cli`."""
-    from saycan_ros.cli.eval_skill import register_cli as register_eval_skill
-    parser = argparse.ArgumentParser(prog="saycan")
-    sub = parser.add_subparsers(dest="command", required=True)
-    register_cli(sub)
-    register_eval_skill(sub)
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

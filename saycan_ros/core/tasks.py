@@ -12,6 +12,7 @@ Goal grammar: ``at(O, L)``, ``holding(O)``, ``holding(none)``, ``robot_at(L)``, 
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,6 +99,18 @@ class TaskInit:
     def to_mapping(self) -> dict:
         return {"robot_at": self.robot_at, "holding": self.holding,
                 "objects": dict(self.objects), "absent": list(self.absent)}
+
+
+def init_to_json(init) -> str:
+    """A task ``init`` (TaskInit, mapping, JSON text or None) as compact JSON without the empty
+    keys (what ``--init`` and the ResetWorld service take); "" for no init."""
+    if init is None:
+        return ""
+    if isinstance(init, str):
+        return init
+    if isinstance(init, TaskInit):
+        init = init.to_mapping()
+    return json.dumps({k: v for k, v in dict(init).items() if v not in (None, {}, [], ())})
 
 
 # -- goals -------------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 Plan success (the paper's planning metric: raters judged the plan) means the sequence of skills
 the planner chose ends with ``done`` and, replayed on the symbolic world, reaches the goal.
 Execution success means the goal holds in the world the skills actually ran in: the symbolic
-world itself (``--executor oracle``, where both agree) or the simulator (``--executor sim``).
+world itself (``--world symbolic``, where both agree), the simulator (``--world sim``) or the
+node graph (``--world nodes``).
 """
 from __future__ import annotations
 
@@ -77,7 +78,7 @@ def _rate(k: int, n: int) -> str:
 class EvalReport:
     strategy: str
     model: str
-    executor: str = "oracle"
+    world: str = "symbolic"
     outcomes: list[TaskOutcome] = field(default_factory=list)
 
     def by_family(self, metric: str = "plan_success") -> dict[str, tuple[int, int]]:
@@ -93,7 +94,7 @@ class EvalReport:
     def table(self) -> str:
         plan, execution = self.by_family(), self.by_family("execution_success")
         lines = [f"| family | tasks | plan ({self.strategy}, {self.model}) | "
-                 f"execution ({self.executor}) |", "|---|---:|---:|---:|"]
+                 f"execution ({self.world}) |", "|---|---:|---:|---:|"]
         for family, (k, n) in plan.items():
             lines.append(f"| {family} | {n} | {_rate(k, n)} | {_rate(*execution[family])} |")
         k, n = self.total()
@@ -122,7 +123,7 @@ class EvalReport:
 
     def to_dict(self) -> dict:
         k, n = self.total()
-        return {"strategy": self.strategy, "model": self.model, "executor": self.executor,
+        return {"strategy": self.strategy, "model": self.model, "world": self.world,
                 "plan_success": k, "execution_success": self.total("execution_success")[0],
                 "tasks": n,
                 "by_family": {f: {"plan_success": s, "tasks": t,
@@ -136,13 +137,13 @@ class EvalReport:
 
 def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, language_scorer,
              affordance_scorer: AffordanceScorer, strategy: str = "saycan",
-             model_name: str = "", max_steps: int = 20, executor: str = "oracle",
+             model_name: str = "", max_steps: int = 20, world: str = "symbolic",
              seed: int = 0, progress: bool = True,
              on_task: Callable[[TaskOutcome], None] | None = None,
              world_options: dict | None = None, resources=None,
              strategy_options: dict | None = None, max_failures: int = 0) -> EvalReport:
-    """Plan and execute each task from its ``init`` in a fresh world (``oracle``: the symbolic
-    world; ``sim``: the simulator, seeded per task; ``world_options`` go to it, e.g.
+    """Plan and execute each task from its ``init`` in a fresh ``world`` (``symbolic``; ``sim``:
+    the simulator, seeded per task; ``nodes``: the node graph; ``world_options`` go to it, e.g.
     ``pick="learned"``).
 
     ``resources`` (a :class:`~saycan_ros.strategies.resources.StrategyResources`) is needed by
@@ -150,11 +151,10 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
     (re-scored from the new state; useful where skills fail at random, as in the simulator).
     Each outcome records the language model's work
     (forward passes, scored and generated tokens, seconds) spent on its task."""
-    from saycan_ros.stack import make_world
-    kind = {"oracle": "symbolic", "sim": "sim", "nodes": "nodes"}.get(executor)
-    if kind is None:
-        raise ValueError(f"unknown executor {executor!r}; known: oracle, sim, nodes")
-    report = EvalReport(strategy, model_name, executor)
+    from saycan_ros.stack import WORLDS, make_world
+    if world not in WORLDS:
+        raise ValueError(f"unknown world {world!r}; known: {', '.join(WORLDS)}")
+    report = EvalReport(strategy, model_name, world)
     language = LocalLanguage(language_scorer)
     backend = getattr(language_scorer, "backend", None)
     affordance = LocalAffordance(affordance_scorer, None, skills)   # its world is set per task
@@ -162,13 +162,12 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
                                   **(strategy_options or {}))
     for index, task in enumerate(tqdm(tasks, desc=f"eval {strategy}", unit="task",
                                       disable=not progress)):
-        world = make_world(kind, kitchen, task.init, seed=seed + index,
-                           **(world_options or {}))
-        affordance.world = world
-        planner = Planner(skills, plan_strategy, WorldExecutor(world, skills),
-                          max_steps=max_steps, observe=lambda: observation_of(world),
+        here = make_world(world, kitchen, task.init, seed=seed + index, **(world_options or {}))
+        affordance.world = here
+        planner = Planner(skills, plan_strategy, WorldExecutor(here, skills),
+                          max_steps=max_steps, observe=lambda: observation_of(here),
                           max_failures=max_failures,
-                          describe=lambda: scene_of(kitchen, world.snapshot()))
+                          describe=lambda: scene_of(kitchen, here.snapshot()))
         before = backend.stats.snapshot() if backend is not None else None
         started = time.perf_counter()
         result = planner.run(task.text)
@@ -179,7 +178,7 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
             cost.update(forward_passes=work.forward_passes, scored_tokens=work.scored_tokens,
                         generated_tokens=work.generated_tokens, prompt_tokens=work.prompt_tokens,
                         llm_calls=work.calls)
-        executed = result.state == "succeeded" and task.goal.holds(world)
+        executed = result.state == "succeeded" and task.goal.holds(here)
         outcome = TaskOutcome(task, result,
                               replay_reaches_goal(task, result.plan, kitchen, skills),
                               executed, seconds, cost, plan_strategy.stats())

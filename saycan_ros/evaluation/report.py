@@ -309,12 +309,12 @@ def render_markdown(reports: Sequence["EvalReport"],
                     attributions: Sequence[Sequence[Attribution | None]],
                     command: str = "") -> str:
     """The whole ``report.md``."""
-    executors = ", ".join(dict.fromkeys(r.executor for r in reports))
+    worlds = ", ".join(dict.fromkeys(r.world for r in reports))
     models = ", ".join(dict.fromkeys(r.model or "(unnamed)" for r in reports))
     parts = ["# SayCan evaluation", ""]
     if command:
         parts += [f"Command: `{command}`", ""]
-    parts += [f"Executor: {executors}. Language models: {models}.", "",
+    parts += [f"World: {worlds}. Language models: {models}.", "",
               "## Success by family", "",
               "Plan success: the chosen skills, replayed on the symbolic world, reach the goal "
               "and end with `done`. Execution success: the goal holds where the skills ran.", "",
@@ -368,7 +368,7 @@ def report_data(reports: Sequence["EvalReport"],
         summary = report.to_dict()
         runs.append({
             "label": label, "strategy": report.strategy, "model": report.model,
-            "executor": report.executor, "tasks": summary["tasks"],
+            "world": report.world, "tasks": summary["tasks"],
             "plan_success": summary["plan_success"],
             "execution_success": summary["execution_success"],
             "by_family": summary["by_family"], "cost_mean": mean_cost(report),

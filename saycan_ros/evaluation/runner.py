@@ -1,5 +1,5 @@
 """Runs the (model, strategy) evaluations of ``saycan eval``: one after the other, or with
-``--jobs N`` in N worker processes (the oracle or in-process simulator executor; each task's
+``--jobs N`` in N worker processes (the symbolic or the in-process simulated world; each task's
 world is seeded as in the sequential run, so the results are the same).
 
 In parallel, each run is cut into chunks of consecutive tasks and the chunks are handed out
@@ -23,7 +23,7 @@ class EvalJob:
     llm: dict                              # back-end config without the model
     affordance_file: str = ""
     max_steps: int = 20
-    executor: str = "oracle"
+    world: str = "symbolic"
     seed: int = 0
     world_options: dict = field(default_factory=dict)
     max_failures: int = 0
@@ -51,7 +51,7 @@ def _evaluate(job: EvalJob, tasks, vocabulary, scorer, resources, on_task=None,
                     affordance_scorer=load_affordance(job.affordance_file or None),
                     world_options=job.world_options, resources=resources,
                     strategy=job.strategy, model_name=job.model, max_steps=job.max_steps,
-                    executor=job.executor, seed=job.seed, on_task=on_task, progress=progress,
+                    world=job.world, seed=job.seed, on_task=on_task, progress=progress,
                     max_failures=job.max_failures)
 
 
@@ -107,8 +107,8 @@ def run_jobs(jobs: Sequence[EvalJob], tasks, vocabulary, *, workers: int = 1,
     finished chunk, and ``on_report`` is called once a job's last chunk is in."""
     if workers <= 1 or (len(jobs) <= 1 and len(tasks) <= 1):
         return _run_sequential(jobs, tasks, vocabulary, on_task, on_report)
-    if any(j.executor == "nodes" for j in jobs):
-        raise ValueError("--jobs > 1 runs in-process worlds only (oracle or sim), not the "
+    if any(j.world == "nodes" for j in jobs):
+        raise ValueError("--jobs > 1 runs in-process worlds only (symbolic or sim), not the "
                          "node graph, which is one simulator for the whole run")
     import multiprocessing
 
@@ -143,7 +143,7 @@ def run_jobs(jobs: Sequence[EvalJob], tasks, vocabulary, *, workers: int = 1,
 def _merge(job: EvalJob, parts: dict[int, EvalReport]) -> EvalReport:
     """One job's chunk reports as one report, outcomes in task order."""
     first = next(iter(parts.values()))
-    merged = EvalReport(first.strategy, first.model, first.executor)
+    merged = EvalReport(first.strategy, first.model, first.world)
     for start in sorted(parts):
         merged.outcomes.extend(parts[start].outcomes)
     return merged

@@ -1,6 +1,6 @@
 """In-process score sources and executor: the planner's protocols served by the ROS-free core.
 
-The nodes wrap exactly these objects, and ``saycan eval --executor oracle`` uses them directly.
+The nodes wrap exactly these objects, and ``saycan eval --world symbolic`` uses them directly.
 """
 from __future__ import annotations
 

@@ -2,13 +2,18 @@
 
     commander = SayCanCommander()           # an rclpy node; spin it in an executor
     commander.wait_until_ready()
-    commander.send_instruction("Bring me a coke.")
-    while not commander.is_task_complete():
+    commander.followInstruction("Bring me a coke.")    # the FollowInstruction action
+    while not commander.isTaskComplete():
+        feedback = commander.getFeedback()  # step, chosen skill, its top scores
         time.sleep(0.1)
-    result = commander.get_result()         # dict: state, plan, steps with their scores
+    result = commander.getResult()          # dict: success, state, plan, final_state, steps
 
-It publishes instructions, listens to ``/saycan/skill_scores``, ``/saycan/status`` and
-``/saycan/result``, and wraps the world's reset/state services and the planner's cancel.
+Uniform send -> isTaskComplete -> getResult, as nav2_simple_commander's methods (the
+snake_case names are the same methods). ``send_instruction`` publishes on the instruction
+topic instead (what a speech front end does); the same is_task_complete / get_result follow
+it through ``/saycan/status`` and ``/saycan/result``. ``cancelTask`` cancels the action goal
+(or calls ``/saycan/cancel`` for a topic instruction). It also wraps the world's reset and
+state services.
 """
 from __future__ import annotations
 
@@ -17,14 +22,16 @@ import threading
 import time
 from typing import Callable
 
+from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
+from saycan_ros.action import FollowInstruction
 from saycan_ros.msg import PlanStatus, SkillScores
 from saycan_ros.ros.nodes.common import (AFFORDANCE_SERVICE, CANCEL_SERVICE, EXECUTE_SERVICE,
-                                     INSTRUCTION_TOPIC, LATCHED_QOS, LLM_SERVICE, RESET_SERVICE,
+                                     FOLLOW_ACTION, INSTRUCTION_TOPIC, LATCHED_QOS, LLM_SERVICE, RESET_SERVICE,
                                      RESULT_TOPIC, SKILL_SCORES_TOPIC, STATE_SERVICE,
                                      STATUS_TOPIC, call_service)
 from saycan_ros.srv import GetWorldState, ResetWorld
@@ -53,12 +60,17 @@ class SayCanCommander(Node):
         self.reset_client = self.create_client(ResetWorld, RESET_SERVICE, callback_group=group)
         self.state_client = self.create_client(GetWorldState, STATE_SERVICE, callback_group=group)
         self.cancel_client = self.create_client(Trigger, CANCEL_SERVICE, callback_group=group)
+        self.action_client = ActionClient(self, FollowInstruction, FOLLOW_ACTION,
+                                          callback_group=group)
         self._lock = threading.Lock()
         self._sent: str | None = None
         self._started = False
         self._result_data: dict | None = None
+        self._goal_handle = None           # of the running FollowInstruction goal
+        self._record: dict | None = None   # /saycan/result of an action goal (every step's scores)
         self.statuses: list[PlanStatus] = []
         self.scores: list[SkillScores] = []
+        self.feedback: list[FollowInstruction.Feedback] = []
 
     # -- readiness -----------------------------------------------------------------------------
     def wait_until_ready(self, timeout_s: float = 120.0,
@@ -74,17 +86,51 @@ class SayCanCommander(Node):
                 raise GraphDown(f"the SayCan graph cannot come up: {dead}")
             names = {name for name, _ in self.get_service_names_and_types()}
             missing = [s for s in services if self.resolve_service_name(s) not in names]
-            if not missing and self.instruction_pub.get_subscription_count() > 0:
+            if not missing and self.instruction_pub.get_subscription_count() > 0 \
+                    and self.action_client.server_is_ready():
                 return
             time.sleep(0.1)
         raise TimeoutError(f"the SayCan graph is not up after {timeout_s:g} s "
                            f"(missing: {missing or ['planner subscription']})")
 
     # -- the task --------------------------------------------------------------------------------
-    def send_instruction(self, text: str) -> None:
+    def _begin(self, text: str, goal_handle=None) -> None:
         with self._lock:
             self._sent, self._started, self._result_data = text, False, None
+            self._goal_handle, self._record = goal_handle, None
             self.scores.clear()
+            self.feedback.clear()
+
+    def follow_instruction(self, text: str, strategy: str = "", max_steps: int = 0,
+                           timeout_s: float = 10.0) -> bool:
+        """Send ``text`` as a FollowInstruction goal. False when the planner rejects it (bad
+        text, unknown strategy, busy): :meth:`get_result` then says why."""
+        if not self.action_client.wait_for_server(timeout_sec=timeout_s):
+            raise TimeoutError(f"no {FOLLOW_ACTION} action server after {timeout_s:g} s")
+        self._begin(text)
+        with self._lock:
+            self._goal_handle = "sending"  # status and scores are ours from now on
+            seen = len(self.statuses)
+        goal = FollowInstruction.Goal(instruction=text, strategy=strategy,
+                                      max_steps=int(max_steps))
+        sent = _wait(self.action_client.send_goal_async(goal, feedback_callback=self._on_feedback),
+                     timeout_s, "the goal's answer")
+        handle = sent.result()
+        if not handle.accepted:
+            reason = self._rejection(seen, timeout_s=2.0)
+            with self._lock:
+                self._goal_handle = None
+                self._result_data = {"instruction": text, "state": "rejected", "success": False,
+                                     "message": reason, "plan": [], "steps": []}
+            return False
+        with self._lock:
+            self._goal_handle = handle
+        handle.get_result_async().add_done_callback(self._on_action_result)
+        return True
+
+    def send_instruction(self, text: str) -> None:
+        """Publish ``text`` on the instruction topic (no goal: follow it by the status)."""
+        self._begin(text)
         self.instruction_pub.publish(String(data=text))
 
     def is_task_complete(self) -> bool:
@@ -95,9 +141,50 @@ class SayCanCommander(Node):
         with self._lock:
             return self._result_data
 
+    def get_feedback(self) -> FollowInstruction.Feedback | None:
+        with self._lock:
+            return self.feedback[-1] if self.feedback else None
+
     def cancel_task(self, timeout_s: float = 5.0) -> str:
+        with self._lock:
+            handle = self._goal_handle
+        if handle is not None and not isinstance(handle, str):
+            answer = _wait(handle.cancel_goal_async(), timeout_s, "the cancel's answer").result()
+            return "cancelling" if answer.goals_canceling else "nothing to cancel"
         response = call_service(self, self.cancel_client, Trigger.Request(), timeout_s, "cancel")
         return response.message
+
+    # nav2_simple_commander's spelling
+    followInstruction = follow_instruction
+    isTaskComplete = is_task_complete
+    getResult = get_result
+    getFeedback = get_feedback
+    cancelTask = cancel_task
+
+    def _rejection(self, seen: int, timeout_s: float) -> str:
+        """The planner's reason for rejecting our goal, from the status it published about it
+        (after the first ``seen`` statuses)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self._lock:
+                for status in reversed(self.statuses[seen:]):
+                    if status.state == PlanStatus.STATE_REJECTED:
+                        return status.message
+            time.sleep(0.02)
+        return "rejected by the planner"
+
+    def _on_feedback(self, message) -> None:
+        with self._lock:
+            self.feedback.append(message.feedback)
+
+    def _on_action_result(self, future) -> None:
+        result = future.result().result
+        with self._lock:
+            data = dict(self._record or {"instruction": self._sent, "steps": []})
+            data.update(success=bool(result.success), state=result.state,
+                        message=result.message, plan=list(result.plan),
+                        final_state=_world_dict(result.final_state))
+            self._result_data = data
 
     # -- the world -------------------------------------------------------------------------------
     def reset_world(self, init: dict | None = None, seed: int = -1, timeout_s: float = 10.0):
@@ -136,7 +223,7 @@ class SayCanCommander(Node):
                 self.statuses.append(msg)
                 if msg.state in ("planning", "executing"):
                     self._started = True
-                elif msg.state == "rejected" and not self._started:
+                elif msg.state == "rejected" and not self._started and self._goal_handle is None:
                     # rejected before it ever ran (bad input or busy): that is the result
                     self._result_data = {"instruction": msg.instruction, "state": "rejected",
                                          "message": msg.message, "plan": [], "steps": []}
@@ -151,4 +238,23 @@ class SayCanCommander(Node):
             return
         with self._lock:
             if self._ours(data.get("instruction", "")) and self._started:
-                self._result_data = data
+                if self._goal_handle is not None:   # an action goal: its result completes it
+                    self._record = data
+                else:
+                    self._result_data = data
+
+
+def _wait(future, timeout_s: float, what: str):
+    """Wait for an rclpy future that another thread's executor completes."""
+    done = threading.Event()
+    future.add_done_callback(lambda _: done.set())
+    if not done.wait(timeout_s):
+        raise TimeoutError(f"no answer within {timeout_s:g} s ({what})")
+    return future
+
+
+def _world_dict(state) -> dict:
+    """A WorldState message as the dict ``world_state()`` returns (robot_at, holding, objects)."""
+    return {"revision": int(state.revision), "robot_at": state.robot_location or None,
+            "holding": state.holding or None,
+            "objects": dict(zip(state.objects, state.object_locations))}

@@ -30,13 +30,22 @@ def _overrides(params: Mapping[str, Any]) -> list[Parameter]:
 
 @dataclass
 class InProcessGraph:
-    """Every node in this process; call :meth:`shutdown` when done."""
+    """Nodes spun by one multi-threaded executor on a background thread: the one runtime of the
+    in-process graph, ``saycan run``'s commander and the eval world's skill nodes. ``add``
+    nodes (before or after ``start``), then :meth:`shutdown` stops the spinning and destroys
+    them, in the order rclpy needs."""
     executor: MultiThreadedExecutor
-    nodes: dict = field(default_factory=dict)
+    nodes: list = field(default_factory=list)
     thread: threading.Thread | None = None
 
+    @classmethod
+    def spinning(cls, threads: int = 3, context=None) -> "InProcessGraph":
+        graph = cls(MultiThreadedExecutor(num_threads=threads, context=context))
+        graph.start()
+        return graph
+
     def add(self, node) -> None:
-        self.nodes[node.get_name()] = node
+        self.nodes.append(node)
         self.executor.add_node(node)
 
     def start(self) -> None:
@@ -48,7 +57,7 @@ class InProcessGraph:
         self.executor.shutdown(timeout_sec=5.0)
         if self.thread is not None:  # rclpy aborts if it shuts down under a spinning thread
             self.thread.join(timeout=5.0)
-        for node in self.nodes.values():
+        for node in self.nodes:
             node.destroy_node()
 
 

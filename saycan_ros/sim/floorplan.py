@@ -14,6 +14,8 @@ import numpy as np
 from saycan_ros.core.kitchen import Kitchen
 
 WALL_THICKNESS = 0.1
+#: Cell size of the occupancy grid the simulator publishes on ``/map`` (m).
+MAP_RESOLUTION = 0.05
 WALL_HEIGHT = 2.0
 #: Occupancy values of nav_msgs/OccupancyGrid.
 FREE, OCCUPIED = 0, 100

@@ -1,27 +1,32 @@
-"""The simulator as the world of ``saycan run`` / ``saycan eval``: skills executed by scripted
+"""The simulator as the world of ``saycan run`` / ``saycan eval``: skills executed by the skill
 controllers on the simulated robot, behind the same interface as the symbolic world
 (:class:`saycan_ros.core.world.SymbolicWorld`: ``reset``, ``snapshot``, ``execute``).
 
-Navigation plans on the occupancy grid and drives the base; place runs the scripted expert in
-the learning action space; pick runs either the scripted expert (``pick="expert"``, privileged
-state) or the learned BC policy on the head camera image and arm state (``pick="learned"``;
-``"auto"``: learned when its weights are there). :meth:`SimulatedKitchen.observation` is what
-the robot senses (camera frame and arm state), for learned affordances. Outcomes come from the simulated physics, so a skill can
-fail here where the symbolic world would let it succeed (that is the point of simulating).
+Navigation and place run the controllers the ``navigate_skill`` and ``place_skill`` nodes run
+(:mod:`saycan_ros.worlds.closed_loop`: the Navigator on the occupancy grid, odometry and laser
+scan; the PlaceController on the joints and the head camera); pick runs either the scripted
+expert (``pick="expert"``, privileged state) or the learned BC policy on the head camera image
+and arm state, as the ``pick_skill`` node does (``pick="learned"``; ``"auto"``: learned when its
+weights are there). :meth:`SimulatedKitchen.observation` is what the robot senses (camera frame
+and arm state), for learned affordances. Outcomes come from the simulated physics, so a skill
+can fail here where the symbolic world would let it succeed (that is the point of simulating).
 """
 from __future__ import annotations
 
 from typing import Callable
 
-import numpy as np
 
 from saycan_ros.core.kitchen import GRIPPER, Kitchen, load_kitchen
 from saycan_ros.skills.pick.policy import learned_pick_available, load_pick_policy, policy_state
 from saycan_ros.robot.arm import HOME, JOINT_NAMES
 from saycan_ros.sim.control import apply_action
-from saycan_ros.sim.expert import PickExpert, PlaceExpert, free_spot, lifted
-from saycan_ros.sim.navigation import GridPlanner, PathFollower
+from saycan_ros.sim.expert import PickExpert, lifted
+from saycan_ros.sim.floorplan import MAP_RESOLUTION
+from saycan_ros.sim.scan import LaserScanner
 from saycan_ros.sim.world import KitchenWorld
+from saycan_ros.skills.navigation import GridMap, Navigator
+from saycan_ros.skills.place.controller import PlaceController
+from saycan_ros.worlds.closed_loop import drive, place_in_sim
 from saycan_ros.core.skills import Skill
 from saycan_ros.core.world import SkillOutcome, WorldSnapshot, target_location
 
@@ -44,9 +49,11 @@ class SimulatedKitchen:
         self._ee_camera = None
         self.kitchen = kitchen or load_kitchen()
         self.world = KitchenWorld(self.kitchen, cmd_timeout=None, seed=seed)
-        self.planner = GridPlanner(self.world.plan, self.world.base.limits.radius)
+        plan = self.world.plan
+        self.navigator = Navigator(GridMap(plan.occupancy_grid(MAP_RESOLUTION), MAP_RESOLUTION))
+        self.scanner = LaserScanner(plan)
+        self.placer = PlaceController(self.kitchen)
         self.on_step = on_step               # called after every simulator step (videos)
-        self.rng = np.random.default_rng(seed)
         self.reset(init)
 
     # -- the SymbolicWorld interface ---------------------------------------------------------------
@@ -110,20 +117,11 @@ class SimulatedKitchen:
     def drive_to(self, location: str) -> SkillOutcome:
         loc = self.kitchen.location(location)
         self.tuck_arm()
-        base = self.world.base
-        path = self.planner.plan((base.x, base.y), loc.approach)
-        if path is None:
-            return SkillOutcome(False, f"no path to the {location}")
-        follower = PathFollower(path, loc.yaw)
-        for _ in range(int(DRIVE_TIMEOUT_S / self.world.dt)):
-            v, w, done = follower.command(*base.pose)
-            if done:
-                break
-            self.world.command_base(v, w)
-            self._step()
-        self.world.command_base(0.0, 0.0)
-        for _ in range(25):                  # come to rest (acceleration limits)
-            self._step()
+        result = drive(self.world, self.navigator, (*loc.approach, loc.yaw), self.scanner,
+                       timeout_s=DRIVE_TIMEOUT_S, on_step=self.on_step)
+        if not result.success:
+            return SkillOutcome(False, f"did not reach the {location}: "
+                                       f"{result.error_msg or result.status.value}")
         if self.world.robot_location != location:
             return SkillOutcome(False, f"did not reach the {location}")
         return SkillOutcome(True, f"at the {location}")
@@ -202,16 +200,11 @@ class SimulatedKitchen:
         w = self.world
         if w.held != name:
             return SkillOutcome(False, f"cannot put down the {name}: holding {w.held or 'nothing'}")
-        surface = w.robot_location
-        if surface not in w.plan.furniture:
-            return SkillOutcome(False, f"cannot put down the {name}: not at a surface")
-        spot = free_spot(w, surface, self.rng)
-        if spot is None:
-            return SkillOutcome(False, f"cannot put down the {name}: no free space on the {surface}")
-        self._run_expert(PlaceExpert(w, name, spot=spot))
-        self.tuck_arm()
+        command = place_in_sim(w, self.placer, camera=self.camera, on_step=self.on_step)
         where = w.objects[name].location
-        if where == surface:
-            return SkillOutcome(True, f"the {name} is at the {surface}")
+        if command.success and where == w.robot_location:
+            return SkillOutcome(True, f"the {name} is at the {where}")
+        if not command.success:
+            return SkillOutcome(False, f"cannot put down the {name}: {command.message}")
         ended = "in the gripper" if where == GRIPPER else f"on the {where}"
         return SkillOutcome(False, f"the {name} ended up {ended}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from geometry_msgs.msg import Pose2D, Twist, TwistStamped
+from geometry_msgs.msg import Pose, Twist, TwistStamped
 
 from saycan_ros.core.kitchen import GRIPPER
 from saycan_ros.msg import SkillScores, WorldState
@@ -20,6 +20,21 @@ def stamped_twist(node, frame_id: str, twist: Twist | None = None) -> TwistStamp
     return msg
 
 
+def planar_pose(x: float, y: float, yaw: float) -> Pose:
+    """A geometry_msgs/Pose on the floor: (x, y, 0), rotated by ``yaw`` about z."""
+    pose = Pose()
+    pose.position.x, pose.position.y = float(x), float(y)
+    pose.orientation.z, pose.orientation.w = math.sin(yaw / 2.0), math.cos(yaw / 2.0)
+    return pose
+
+
+def planar_of(pose: Pose) -> tuple[float, float, float]:
+    """(x, y, yaw about z) of a Pose; the inverse of :func:`planar_pose`."""
+    q = pose.orientation
+    yaw = math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+    return float(pose.position.x), float(pose.position.y), yaw
+
+
 def snapshot_to_msg(snapshot: WorldSnapshot, stamp, frame_id: str = "map") -> WorldState:
     msg = WorldState()
     msg.header.stamp = stamp
@@ -27,7 +42,7 @@ def snapshot_to_msg(snapshot: WorldSnapshot, stamp, frame_id: str = "map") -> Wo
     msg.revision = int(snapshot.revision)
     msg.robot_location = snapshot.robot_at or ""
     x, y, theta = snapshot.robot_pose
-    msg.robot_pose = Pose2D(x=float(x), y=float(y), theta=float(theta))
+    msg.robot_pose = planar_pose(x, y, theta)
     msg.holding = snapshot.holding or ""
     msg.objects = list(snapshot.objects)
     msg.object_locations = list(snapshot.objects.values())
@@ -39,7 +54,7 @@ def msg_to_snapshot(msg: WorldState) -> WorldSnapshot:
     if len(msg.objects) != len(msg.object_locations):
         raise ValueError(f"world state lists {len(msg.objects)} objects but "
                          f"{len(msg.object_locations)} locations")
-    pose = (msg.robot_pose.x, msg.robot_pose.y, msg.robot_pose.theta)
+    pose = planar_of(msg.robot_pose)
     if not all(math.isfinite(v) for v in pose):
         raise ValueError(f"world state has a non-finite robot pose {pose}")
     objects = dict(zip(msg.objects, msg.object_locations))

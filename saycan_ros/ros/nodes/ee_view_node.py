@@ -19,7 +19,6 @@ Run: ``python -m saycan_ros.ros.nodes.ee_view_node --ros-args -r camera/image_ra
 """
 from __future__ import annotations
 
-import threading
 
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
@@ -29,6 +28,7 @@ from saycan_ros.robot.ee_view import crop_ee_view, ee_in_optical
 from saycan_ros.ros.nodes.camera_msgs import pinhole_info, rgb_image
 from saycan_ros.ros.nodes.common import declare_parameters, spin_node
 from saycan_ros.ros.nodes.conversions import image_to_rgb
+from saycan_ros.ros.sensor_cache import SensorCache
 from saycan_ros.skills.pick.policy import ee_from_joints
 from saycan_ros.robot.arm import JOINT_NAMES, MAST
 from saycan_ros.robot.cameras import EE_VIEW_SIZE, EE_VIEW_ZOOM, CameraMount, view_focal
@@ -60,9 +60,7 @@ class EEViewNode(Node):
         self.focal = view_focal(float(p["zoom"]), self.mount)
         self.joint_names = list(p["joint_names"])
         self.warn_every = float(p["warn_every_s"])
-        self._lock = threading.Lock()
-        self._k = None
-        self._joints: dict[str, float] = {}
+        self.sensors = SensorCache()       # "camera_info" (K) and the joint states
         self.published = 0
         self.pub_image = self.create_publisher(Image, "camera/ee_view/image_raw", 5)
         self.pub_info = self.create_publisher(CameraInfo, "camera/ee_view/camera_info", 5)
@@ -71,25 +69,22 @@ class EEViewNode(Node):
         self.create_subscription(Image, "camera/image_raw", self._on_image, qos_profile_sensor_data)
 
     def _on_info(self, msg: CameraInfo) -> None:
-        with self._lock:
-            self._k = list(msg.k)
+        self.sensors.put("camera_info", list(msg.k))
 
     def _on_joints(self, msg: JointState) -> None:
-        with self._lock:
-            self._joints.update(zip(msg.name, msg.position))
+        self.sensors.put_joints(msg.name, msg.position)
 
     def _warn(self, text: str) -> None:
         self.get_logger().warning(text, throttle_duration_sec=self.warn_every)
 
     def _on_image(self, msg: Image) -> None:
-        with self._lock:
-            k, joints = self._k, dict(self._joints)
+        k = self.sensors.get("camera_info")
         if k is None:
             return self._warn("no camera/camera_info yet: frame skipped")
-        try:
-            lift, yaw, extend = (float(joints[n]) for n in self.joint_names)
-        except KeyError:
+        joints = self.sensors.joints(self.joint_names)
+        if joints is None:
             return self._warn(f"no joint states for {self.joint_names} yet: frame skipped")
+        lift, yaw, extend = joints
         image = image_to_rgb(msg)
         if image is None:
             return self._warn(f"cannot read a camera frame of encoding {msg.encoding!r}: skipped")

@@ -9,41 +9,28 @@
 - :meth:`observation`: the latest head-camera frame and arm state received over DDS, for the
   learned pick affordance.
 
-``saycan eval --executor nodes`` plans in-process (language model, affordance models) and
+``saycan eval --world nodes`` plans in-process (language model, affordance models) and
 executes every skill on these nodes. DDS stays on this machine (``ROS_AUTOMATIC_DISCOVERY_RANGE
 =LOCALHOST``) in ``ROS_DOMAIN_ID`` (or ``domain_id``).
 """
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-import numpy as np
-
-from saycan_ros.ros.graph import stop_processes
+from saycan_ros.ros.graph import InProcessGraph, stop_processes
 from saycan_ros.ros.nodes.common import RESET_SERVICE, STATE_SERVICE
+from saycan_ros.ros.nodes.conversions import image_to_rgb
+from saycan_ros.ros.sensor_cache import SensorCache
 from saycan_ros.core.kitchen import Kitchen, load_kitchen
 from saycan_ros.robot.arm import JOINT_NAMES
 from saycan_ros.core.skills import Skill, SkillSet, load_skills
+from saycan_ros.core.tasks import init_to_json
 from saycan_ros.core.world import SkillOutcome, WorldSnapshot
-
-
-def init_to_json(init) -> str:
-    """A task ``init`` (TaskInit, mapping or None) as the JSON ResetWorld takes."""
-    if init is None:
-        return ""
-    if isinstance(init, str):
-        return init
-    if not isinstance(init, dict):
-        init = {"robot_at": init.robot_at, "holding": init.holding,
-                "objects": dict(init.objects), "absent": list(init.absent)}
-    return json.dumps({k: v for k, v in init.items() if v not in (None, {}, [], ())})
 
 
 class NodeGraphWorld:
@@ -53,7 +40,6 @@ class NodeGraphWorld:
                  pick_params: dict | None = None):
         os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
         import rclpy
-        from rclpy.executors import MultiThreadedExecutor
         from rclpy.parameter import Parameter
         from rclpy.qos import qos_profile_sensor_data
         from sensor_msgs.msg import Image, JointState
@@ -82,19 +68,14 @@ class NodeGraphWorld:
                           Parameter(k, value=v) for k, v in (pick_params or {}).items()]),
                       PlaceSkillNode(context=self.context)]
         self.client = rclpy.create_node("saycan_eval_world", context=self.context)
-        self.executor = MultiThreadedExecutor(num_threads=8, context=self.context)
+        self.spinning = InProcessGraph.spinning(threads=8, context=self.context)
         for node in (*self.nodes, self.client):
-            self.executor.add_node(node)
-        self._thread = threading.Thread(target=self.executor.spin, daemon=True,
-                                        name="saycan-nodes")
-        self._thread.start()
+            self.spinning.add(node)
         self.router = RoutingExecutor(self.client, load_registry(None, self.skills),
                                       timeout_s=10.0)
         self._reset = self.client.create_client(ResetWorld, RESET_SERVICE)
         self._state = self.client.create_client(GetWorldState, STATE_SERVICE)
-        self._sensors = threading.Condition()
-        self._image = None
-        self._joints: dict[str, float] = {}
+        self.sensors = SensorCache()         # "image" and the joint states
         self.client.create_subscription(Image, "camera/image_raw", self._on_image,
                                         qos_profile_sensor_data)
         self.client.create_subscription(JointState, "joint_states", self._on_joints, 10)
@@ -103,19 +84,12 @@ class NodeGraphWorld:
 
     # -- plumbing --------------------------------------------------------------------------------
     def _on_image(self, msg) -> None:
-        data = np.frombuffer(bytes(msg.data), dtype=np.uint8)
-        try:
-            image = data.reshape(msg.height, msg.step)[:, :msg.width * 3].reshape(
-                msg.height, msg.width, 3)
-        except ValueError:
-            return
-        with self._sensors:
-            self._image = (image, time.monotonic())
-            self._sensors.notify_all()
+        image = image_to_rgb(msg)
+        if image is not None:
+            self.sensors.put("image", image)
 
     def _on_joints(self, msg) -> None:
-        with self._sensors:
-            self._joints.update(zip(msg.name, msg.position))
+        self.sensors.put_joints(msg.name, msg.position)
 
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -123,7 +97,7 @@ class NodeGraphWorld:
             if self.sim.poll() is not None:
                 raise RuntimeError(f"kitchen_sim exited (log: {self.log_dir}/kitchen_sim.log)")
             if (self._reset.service_is_ready() and self._state.service_is_ready()
-                    and self._image is not None and self._joints
+                    and self.sensors.has("image") and self.sensors.joints(JOINT_NAMES)
                     and all(s.service_is_ready() for s in self.router._clients.values())):
                 return
             time.sleep(0.1)
@@ -177,22 +151,16 @@ class NodeGraphWorld:
     def observation(self) -> dict:
         """A camera frame received after this call, and the arm state (pick env convention)."""
         from saycan_ros.skills.pick.policy import as_image, policy_state
-        since = time.monotonic()
-        with self._sensors:
-            if not self._sensors.wait_for(lambda: self._image is not None
-                                          and self._image[1] >= since, timeout=2.0):
-                raise TimeoutError("no camera/image_raw frame within 2 s")
-            image = self._image[0]
-            joints = [self._joints[n] for n in JOINT_NAMES]
+        image = self.sensors.wait_since("image", time.monotonic(), timeout=2.0)
+        joints = self.sensors.joints(JOINT_NAMES)
+        if image is None or joints is None:
+            raise TimeoutError("no camera/image_raw frame (or joint state) within 2 s")
         holding = (self._snapshot or self.snapshot()).holding is not None
         return {"image": as_image(image), "state": policy_state(joints, holding)}
 
     def close(self) -> None:
         import rclpy
-        self.executor.shutdown(timeout_sec=2.0)
-        self._thread.join(timeout=5.0)      # nothing may spin while the nodes are destroyed
-        for node in (*self.nodes, self.client):
-            node.destroy_node()
+        self.spinning.shutdown()            # nothing may spin while the nodes are destroyed
         if self.context.ok():
             rclpy.shutdown(context=self.context)
         stop_processes([self.sim])          # SIGINT, then kill after 5 s

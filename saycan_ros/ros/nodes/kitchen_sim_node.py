@@ -24,7 +24,7 @@ import rclpy
 import rclpy.executors
 import yaml
 from builtin_interfaces.msg import Time as TimeMsg
-from geometry_msgs.msg import Pose2D, TransformStamped, Twist, TwistStamped
+from geometry_msgs.msg import TransformStamped, Twist, TwistStamped
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
@@ -37,12 +37,13 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from saycan_ros.core.kitchen import load_kitchen
 from saycan_ros.ros.nodes.camera_msgs import pinhole_info, rgb_image
+from saycan_ros.ros.nodes.conversions import planar_pose
 from saycan_ros.robot.arm import JOINT_NAMES, MAST
 from saycan_ros.robot.cameras import EE_VIEW_SIZE, EE_VIEW_ZOOM, HEAD_CAMERA_SIZE
 from saycan_ros.sim.base import BaseLimits
 from saycan_ros.sim.camera import Camera, WristCamera, make_ee_camera
 from saycan_ros.sim.floorplan import FloorPlan
-from saycan_ros.sim.navigation import RESOLUTION
+from saycan_ros.sim.floorplan import MAP_RESOLUTION
 from saycan_ros.sim.scan import LaserScanner
 from saycan_ros.sim.world import KitchenWorld
 
@@ -400,10 +401,10 @@ class KitchenSimNode(Node):
 
     def map_message(self) -> OccupancyGrid:
         plan: FloorPlan = self.world.plan
-        grid = plan.occupancy_grid(RESOLUTION)
+        grid = plan.occupancy_grid(MAP_RESOLUTION)
         msg = OccupancyGrid()
         msg.header.stamp, msg.header.frame_id = self.stamp(), self.frames["map_frame"]
-        msg.info.resolution = RESOLUTION
+        msg.info.resolution = MAP_RESOLUTION
         msg.info.height, msg.info.width = grid.shape
         msg.info.origin.orientation.w = 1.0
         msg.data = array.array("b", grid.tobytes())
@@ -456,7 +457,7 @@ class KitchenSimNode(Node):
         msg.header.stamp, msg.header.frame_id = self.stamp(), self.frames["map_frame"]
         msg.revision = w.revision
         msg.robot_location = w.robot_location
-        msg.robot_pose = Pose2D(x=w.base.x, y=w.base.y, theta=w.base.yaw)
+        msg.robot_pose = planar_pose(w.base.x, w.base.y, w.base.yaw)
         msg.holding = w.held or ""
         scene = w.scene()
         msg.objects = list(scene)

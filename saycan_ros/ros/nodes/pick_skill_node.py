@@ -32,7 +32,6 @@ or the head camera cropped finer around the fingertips, whichever the policy was
 """
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
@@ -46,6 +45,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from saycan_ros.ros.nodes.conversions import image_to_rgb
 from saycan_ros.ros.nodes.common import spin_node
 from saycan_ros.ros.nodes.skill_server import SkillJob, SkillServerNode
+from saycan_ros.ros.sensor_cache import SensorCache
 from saycan_ros.skills.pick.policy import (GRIPPER_LIMITS, STEP_M, STEP_S, as_image, ee_from_joints,
                                     gripper_holds, gripper_opening, load_pick_policy,
                                     policy_state, twist_of)
@@ -87,11 +87,7 @@ class PickSkillNode(SkillServerNode):
         started = time.monotonic()
         self.policy = load_pick_policy(p["policy"], p["weights"], int(p["threads"]))   # once
         self.get_logger().info(f"policy {p['policy']} loaded in {time.monotonic() - started:.2f} s")
-        self._sensor_lock = threading.Lock()
-        self._sensor_event = threading.Condition(self._sensor_lock)
-        self._joints: dict[str, float] = {}
-        self._joints_time = 0.0
-        self._frames: dict[str, tuple] = {}   # observation key -> (array, received)
+        self.sensors = SensorCache()       # streams "image", "ee_image" and the joint states
         self._gripper_target: float | None = None
         self.actions_taken = 0             # of the last skill (tests, logs)
         group = self.sensor_group
@@ -110,46 +106,25 @@ class PickSkillNode(SkillServerNode):
 
     # -- sensors ---------------------------------------------------------------------------------
     def _on_joints(self, msg: JointState) -> None:
-        with self._sensor_event:
-            self._joints.update(zip(msg.name, msg.position))
-            self._joints_time = time.monotonic()
-            self._sensor_event.notify_all()
+        self.sensors.put_joints(msg.name, msg.position)
 
     def _on_image(self, msg: Image, key: str = "image") -> None:
         image = image_to_rgb(msg)
-        if image is None:
-            return
-        with self._sensor_event:
-            self._frames[key] = (image, time.monotonic())
-            self._sensor_event.notify_all()
+        if image is not None:
+            self.sensors.put(key, image)
 
     def sensors_ready(self) -> bool:
         """Joint states and a frame of every camera stream the policy takes have arrived."""
-        with self._sensor_lock:
-            frames = all(key in self._frames for key in self.streams)
-        return frames and self.joints() is not None
+        return self.sensors.has(*self.streams) and self.joints() is not None
 
     def joints(self) -> tuple[float, float, float, float] | None:
-        with self._sensor_lock:
-            if time.monotonic() - self._joints_time > float(self.params["sensor_timeout_s"]):
-                return None
-            try:
-                return tuple(float(self._joints[n]) for n in self.joint_names)
-            except KeyError:
-                return None
+        return self.sensors.joints(self.joint_names, float(self.params["sensor_timeout_s"]))
 
     def image_since(self, since: float, job: SkillJob, key: str = "image") -> np.ndarray | None:
         """The first frame of stream ``key`` received after ``since`` (waits up to
         sensor_timeout_s)."""
-        deadline = since + float(self.params["sensor_timeout_s"]) + 0.2
-        with self._sensor_event:
-            while key not in self._frames or self._frames[key][1] < since:
-                job.check()
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                self._sensor_event.wait(min(left, 0.05))
-            return self._frames[key][0]
+        return self.sensors.wait_since(key, since, float(self.params["sensor_timeout_s"]) + 0.2,
+                                       check=job.check)
 
     def holding(self, skill_object: str | None = None) -> str | None:
         """What the hand holds: the world state's ground truth, or the gripper's guess."""

@@ -15,7 +15,6 @@ held where it is (zero twist) and the gripper is left as it is: a held object st
 """
 from __future__ import annotations
 
-import threading
 import time
 
 from builtin_interfaces.msg import Duration
@@ -27,6 +26,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from saycan_ros.ros.nodes.conversions import image_to_rgb, stamped_twist
 from saycan_ros.ros.nodes.common import spin_node
+from saycan_ros.ros.sensor_cache import SensorCache
 from saycan_ros.ros.nodes.skill_server import OdomPose, SkillJob, SkillServerNode, TransformCache
 from saycan_ros.skills.place.controller import ArmModel, CameraModel, PlaceController, PlaceParams
 from saycan_ros.robot.arm import JOINT_NAMES
@@ -56,11 +56,7 @@ class PlaceSkillNode(SkillServerNode):
         self.tf = TransformCache()
         self.tf.subscribe(self, self.sensor_group)
         self.odom = OdomPose(self.tf, p["map_frame"])
-        self._sensor_lock = threading.Lock()
-        self._joints: dict[str, float] = {}
-        self._joints_time = 0.0
-        self._image = None                 # (array, frame_id, received)
-        self._info = None
+        self.sensors = SensorCache()       # "image" (array, frame_id), "camera_info", joints
         group = self.sensor_group
         self.create_subscription(Odometry, "odom", self.odom.on_odom, 10, callback_group=group)
         self.create_subscription(JointState, "joint_states", self._on_joints, 10,
@@ -74,35 +70,24 @@ class PlaceSkillNode(SkillServerNode):
 
     # -- sensors ---------------------------------------------------------------------------------
     def _on_joints(self, msg: JointState) -> None:
-        with self._sensor_lock:
-            self._joints.update(zip(msg.name, msg.position))
-            self._joints_time = time.monotonic()
+        self.sensors.put_joints(msg.name, msg.position)
 
     def _on_image(self, msg: Image) -> None:
         image = image_to_rgb(msg)
-        if image is None:
-            return
-        with self._sensor_lock:
-            self._image = (image, msg.header.frame_id, time.monotonic())
+        if image is not None:
+            self.sensors.put("image", (image, msg.header.frame_id))
 
     def _on_info(self, msg: CameraInfo) -> None:
-        with self._sensor_lock:
-            self._info = msg
+        self.sensors.put("camera_info", msg)
 
     def joints(self) -> tuple[float, float, float, float] | None:
-        with self._sensor_lock:
-            if time.monotonic() - self._joints_time > float(self.params["sensor_timeout_s"]):
-                return None
-            try:
-                return tuple(float(self._joints[n]) for n in self.arm.joint_names)
-            except KeyError:
-                return None
+        return self.sensors.joints(self.arm.joint_names, float(self.params["sensor_timeout_s"]))
 
     def camera_view(self, since: float):
         """(image, CameraModel) of an image received after ``since``, or (None, None)."""
-        with self._sensor_lock:
-            image, info = self._image, self._info
-        if image is None or info is None or image[2] < since:
+        image = self.sensors.get("image", since=since)
+        info = self.sensors.get("camera_info")
+        if image is None or info is None:
             return None, None
         m = self.tf.lookup(self.params["base_frame"], image[1])
         if m is None:

@@ -1,13 +1,17 @@
 """``planner``: the SayCan coordinator.
 
-Subscribes ``/saycan/instruction`` (std_msgs/String). Per step it calls the language scorer and
-the affordance node (SkillScore), lets the strategy choose, calls ``/saycan/execute``
-(ExecuteSkill), and repeats until ``done``, a failure, ``max_steps`` or ``/saycan/cancel``.
+Takes instructions two ways: the ``saycan/follow_instruction`` action (FollowInstruction: goal
+= instruction, optional strategy and step limit; feedback after every decision and skill;
+result = success, state, plan, final world state; cancel through the action), and the
+``saycan/instruction`` topic (std_msgs/String: a speech front end, rqt, ``ros2 topic pub``).
+Per step it calls the language scorer and the affordance node (SkillScore), lets the strategy
+choose, calls ``saycan/execute`` (ExecuteSkill), and repeats until ``done``, a failure,
+``max_steps`` or a cancel (the action's, or ``saycan/cancel``).
 
 Publishes ``/saycan/skill_scores`` (SkillScores, every step), ``/saycan/status`` (PlanStatus,
 latched, on every change) and ``/saycan/result`` (std_msgs/String, latched JSON of the whole
-plan with every step's scores). An instruction that arrives while a plan runs is rejected with
-a ``rejected`` status (it is not queued: a robot should not start a stale request later).
+plan with every step's scores). An instruction or goal that arrives while a plan runs is rejected
+with a ``rejected`` status (it is not queued: a robot should not start a stale request later).
 """
 from __future__ import annotations
 
@@ -15,14 +19,16 @@ import json
 import threading
 
 import numpy as np
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
-from saycan_ros.msg import PlanStatus, SkillScores
+from saycan_ros.action import FollowInstruction
+from saycan_ros.msg import PlanStatus, SkillScores, WorldState
 from saycan_ros.ros.nodes.common import (AFFORDANCE_SERVICE, CANCEL_SERVICE, EXECUTE_SERVICE,
-                                     INSTRUCTION_TOPIC, LATCHED_QOS, LLM_SERVICE, RESULT_TOPIC,
+                                     FOLLOW_ACTION, INSTRUCTION_TOPIC, LATCHED_QOS, LLM_SERVICE, RESULT_TOPIC,
                                      SKILL_SCORES_TOPIC, STATE_SERVICE, STATUS_TOPIC,
                                      ServiceCallError,
                                      call_service, declare_parameters, spin_node)
@@ -131,20 +137,26 @@ class PlannerNode(Node):
         self.result_pub = self.create_publisher(String, RESULT_TOPIC, LATCHED_QOS)
         self.create_subscription(String, INSTRUCTION_TOPIC, self.on_instruction, 10)
         self.create_service(Trigger, CANCEL_SERVICE, self.on_cancel)
+        self.action_server = ActionServer(
+            self, FollowInstruction, FOLLOW_ACTION, execute_callback=self._execute_goal,
+            goal_callback=self._on_goal, cancel_callback=self._on_goal_cancel,
+            callback_group=ReentrantCallbackGroup())
         self._busy = threading.Lock()
         self._planner: Planner | None = None
         self._instruction = ""
-        self._publish_status("idle", "", 0, "waiting for an instruction", [])
+        self._strategy = self.params["strategy"]
+        self._feedback = None              # the running goal's publish_feedback, if any
+        self._publish_status(PlanStatus.STATE_IDLE, "", 0, "waiting for an instruction", [])
 
     # -- status ------------------------------------------------------------------------------
     def _publish_status(self, state: str, instruction: str, step: int, message: str,
                         plan: list[str]) -> None:
         msg = PlanStatus(instruction=instruction, state=state, step=step, message=message,
-                         plan=list(plan), strategy=self.params["strategy"])
+                         plan=list(plan), strategy=self._strategy)
         msg.header.stamp = self.get_clock().now().to_msg()
         self.status_pub.publish(msg)
         # rclpy forbids one call site logging at two severities: two call sites.
-        if state in ("rejected", "failed"):
+        if state in (PlanStatus.STATE_REJECTED, PlanStatus.STATE_FAILED):
             self.get_logger().warning(f"[{state}] {message}")
         else:
             self.get_logger().info(f"[{state}] {message}")
@@ -157,46 +169,118 @@ class PlannerNode(Node):
             shown = " ".join(msg.data.split())[:200]  # enough for the sender to recognise it
             self._publish_status("rejected", shown, 0, f"rejected: {exc}", [])
             return
-        if not self._busy.acquire(blocking=False):
-            self._publish_status("rejected", instruction, 0,
-                                 f"rejected: busy with {self._instruction!r}; cancel it first "
-                                 f"({CANCEL_SERVICE})", [])
+        if not self._claim(instruction):
             return
-        self._instruction = instruction
-        threading.Thread(target=self._run, args=(instruction,), daemon=True,
+        threading.Thread(target=self._run_and_release, args=(instruction,), daemon=True,
                          name="saycan-plan").start()
 
+    def _claim(self, instruction: str, strategy: str | None = None) -> bool:
+        """Take the planner for ``instruction``, or publish why not (busy)."""
+        if not self._busy.acquire(blocking=False):
+            self._publish_status(PlanStatus.STATE_REJECTED, instruction, 0,
+                                 f"rejected: busy with {self._instruction!r}; cancel it first "
+                                 f"({CANCEL_SERVICE} or the {FOLLOW_ACTION} action)", [])
+            return False
+        self._instruction = instruction
+        self._strategy = strategy or self.params["strategy"]
+        return True
+
     def on_cancel(self, request, response):
-        planner = self._planner
-        if planner is None:
-            response.success, response.message = False, "no plan is running"
-        else:
-            planner.cancel()
-            cancel_skill = getattr(self.executor_client, "cancel", None)
-            if cancel_skill is not None:  # stop the running skill too, not only the plan
-                threading.Thread(target=cancel_skill, daemon=True).start()
+        if self._cancel_plan():
             response.success, response.message = True, f"cancelling {self._instruction!r}"
+        else:
+            response.success, response.message = False, "no plan is running"
         return response
 
+    def _cancel_plan(self) -> bool:
+        planner = self._planner
+        if planner is None:
+            return False
+        planner.cancel()
+        cancel_skill = getattr(self.executor_client, "cancel", None)
+        if cancel_skill is not None:  # stop the running skill too, not only the plan
+            threading.Thread(target=cancel_skill, daemon=True).start()
+        return True
+
+    # -- the action ----------------------------------------------------------------------------
+    def _goal_problem(self, goal) -> str:
+        """Why a goal cannot run ("" when it can): checked before anything moves."""
+        try:
+            check_instruction(goal.instruction)
+        except TaskError as exc:
+            return str(exc)
+        if goal.strategy and goal.strategy not in node_strategy_names():
+            return (f"strategy {goal.strategy!r} is not served by the planner node; it runs: "
+                    f"{', '.join(node_strategy_names())}")
+        if goal.max_steps > MAX_GOAL_STEPS:
+            return f"max_steps {goal.max_steps} is more than {MAX_GOAL_STEPS}"
+        return ""
+
+    def _on_goal(self, goal) -> GoalResponse:
+        problem = self._goal_problem(goal)
+        if problem or self._busy.locked():
+            shown = " ".join(goal.instruction.split())[:200]
+            reason = problem or f"busy with {self._instruction!r}; cancel it first"
+            self._publish_status(PlanStatus.STATE_REJECTED, shown, 0, f"rejected: {reason}", [])
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _on_goal_cancel(self, goal_handle) -> CancelResponse:
+        return CancelResponse.ACCEPT if self._cancel_plan() else CancelResponse.REJECT
+
+    def _execute_goal(self, goal_handle):
+        goal = goal_handle.request
+        instruction = check_instruction(goal.instruction)        # accepted: it is valid
+        if not self._claim(instruction, goal.strategy):          # taken since it was accepted
+            goal_handle.abort()
+            return FollowInstruction.Result(success=False, state=PlanStatus.STATE_REJECTED,
+                                            message=f"busy with {self._instruction!r}")
+        self._feedback = goal_handle.publish_feedback
+        try:
+            result = self._run(instruction, goal.max_steps or self.params["max_steps"])
+        finally:
+            self._feedback = None
+            self._busy.release()
+        state = _node_state(result)
+        if state == PlanStatus.STATE_CANCELLED:
+            goal_handle.canceled()
+        elif state == PlanStatus.STATE_SUCCEEDED:
+            goal_handle.succeed()
+        else:
+            goal_handle.abort()
+        return FollowInstruction.Result(
+            success=state == PlanStatus.STATE_SUCCEEDED, state=state,
+            message=result.message if result is not None else "planner error (see status)",
+            plan=result.plan if result is not None else [], final_state=self._world_state())
+
     # -- the plan ----------------------------------------------------------------------------
-    def _run(self, instruction: str) -> None:
+    def _run_and_release(self, instruction: str) -> None:
+        try:
+            self._run(instruction, self.params["max_steps"])
+        finally:
+            self._busy.release()
+
+    def _run(self, instruction: str, max_steps: int) -> PlanResult | None:
+        """Plan and execute (the caller holds the planner); None after a planner error."""
         self._plan: list[str] = []
         try:
-            strategy = make_strategy(self.params["strategy"], self.language, self.affordance)
+            strategy = make_strategy(self._strategy, self.language, self.affordance)
             self._planner = Planner(self.skills, strategy, self.executor_client,
-                                    max_steps=self.params["max_steps"],
+                                    max_steps=max_steps,
                                     skill_timeout_s=self.params["skill_timeout_s"],
                                     on_decision=lambda r: self._on_decision(instruction, r),
                                     on_step=lambda r: self._on_step(instruction, r),
                                     describe=self._scene)
-            self._publish_status("planning", instruction, 0, "planning", [])
+            self._publish_status(PlanStatus.STATE_PLANNING, instruction, 0, "planning", [])
             result = self._planner.run(instruction, self._current_revision())
             self._finish(result)
+            return result
         except Exception as exc:  # noqa: BLE001 - the node must outlive any plan
-            self._publish_status("failed", instruction, 0, f"planner error: {exc}", [])
+            self._publish_status(PlanStatus.STATE_FAILED, instruction, 0,
+                                 f"planner error: {exc}", [])
+            return None
         finally:
             self._planner = None
-            self._busy.release()
 
     def _current_revision(self) -> int:
         """The world's revision now, so the first affordances see the state the instruction
@@ -209,6 +293,16 @@ class PlannerNode(Node):
         except ServiceCallError:
             return 0
         return int(response.state.revision)
+
+    def _world_state(self) -> WorldState:
+        """The world now, for the action's result; empty when no world serves its state."""
+        if not self.state_client.service_is_ready():
+            return WorldState()
+        try:
+            return call_service(self, self.state_client, GetWorldState.Request(), 2.0,
+                                "world state").state
+        except ServiceCallError:
+            return WorldState()
 
     def _scene(self) -> str:
         """The scene line of the world now (the language scorer shows it with the instruction
@@ -226,25 +320,49 @@ class PlannerNode(Node):
                            if at != GRIPPER})
 
     def _on_decision(self, instruction: str, record: StepRecord) -> None:
-        self.scores_pub.publish(record_to_msg(record, instruction, self.params["strategy"],
+        self.scores_pub.publish(record_to_msg(record, instruction, self._strategy,
                                               self.get_clock().now().to_msg()))
-        self._publish_status("executing", instruction, record.step,
-                             f"step {record.step}: executing {record.selected!r}", self._plan)
+        message = f"step {record.step}: executing {record.selected!r}"
+        self._publish_status(PlanStatus.STATE_EXECUTING, instruction, record.step, message,
+                             self._plan)
+        self._send_feedback(record, message, done=False)
 
     def _on_step(self, instruction: str, record: StepRecord) -> None:
         if record.success:
             self._plan.append(record.selected)
         outcome = "succeeded" if record.success else "failed"
-        self._publish_status("executing", instruction, record.step,
-                             f"step {record.step}: {record.selected!r} {outcome}: "
-                             f"{record.message}", self._plan)
+        message = f"step {record.step}: {record.selected!r} {outcome}: {record.message}"
+        self._publish_status(PlanStatus.STATE_EXECUTING, instruction, record.step, message,
+                             self._plan)
+        self._send_feedback(record, message, done=True)
+
+    def _send_feedback(self, record: StepRecord, message: str, done: bool) -> None:
+        publish = self._feedback
+        if publish is None:
+            return
+        top = record.top(5)
+        publish(FollowInstruction.Feedback(
+            step=int(record.step), state=PlanStatus.STATE_EXECUTING, skill=record.selected,
+            skill_done=done, skill_succeeded=bool(record.success) if done else False,
+            top_skills=[t[0] for t in top], top_scores=[float(t[3]) for t in top],
+            message=message))
 
     def _finish(self, result: PlanResult) -> None:
-        state = "succeeded" if result.state == "succeeded" else (
-            "cancelled" if result.state == "cancelled" else "failed")
         self.result_pub.publish(String(data=json.dumps(result.to_dict())))
-        self._publish_status(state, result.instruction, len(result.steps), result.message,
-                             result.plan)
+        self._publish_status(_node_state(result), result.instruction, len(result.steps),
+                             result.message, result.plan)
+
+
+#: The most steps a goal may ask for (a typo of 10,000 must not keep a robot busy all day).
+MAX_GOAL_STEPS = 100
+
+
+def _node_state(result: PlanResult | None) -> str:
+    """The PlanStatus state a plan ended in (``max_steps`` and errors are failures)."""
+    if result is None:
+        return PlanStatus.STATE_FAILED
+    return {"succeeded": PlanStatus.STATE_SUCCEEDED,
+            "cancelled": PlanStatus.STATE_CANCELLED}.get(result.state, PlanStatus.STATE_FAILED)
 
 
 def main(args=None) -> None:

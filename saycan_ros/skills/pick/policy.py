@@ -1,5 +1,5 @@
 """Running the learned pick policy on a robot (ROS-free; shared by the ``pick_skill`` node and
-the simulated executor of ``saycan eval --executor sim``).
+the simulated executor of ``saycan eval --world sim``).
 
 The policy (``saycan_ros.learning``, ``make_policy("bc_pick")``) was trained in the pick gym
 environment (:mod:`saycan_ros.sim.envs`): its observation is the head-camera image (square RGB),
@@ -117,7 +117,7 @@ def learned_value_available(weights: str = "") -> bool:
 
 
 def sim_eval_setup(pick: str = "auto", affordance_file: str = "") -> tuple[str, str]:
-    """(pick mode, affordance file) of ``saycan eval --executor sim``: the learned pick policy
+    """(pick mode, affordance file) of ``saycan eval --world sim``: the learned pick policy
     and the value-function affordances (``config/affordance_sim.yaml``) when their weights are
     there (``auto``), else the scripted expert and ``affordance_file`` (or the default)."""
     if pick == "auto":

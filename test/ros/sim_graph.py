@@ -6,14 +6,12 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import rclpy
-from rclpy.executors import MultiThreadedExecutor
 
-from saycan_ros.ros.graph import stop_processes
+from saycan_ros.ros.graph import InProcessGraph, stop_processes
 from saycan_ros.ros.nodes.common import call_service
 from saycan_ros.srv import GetWorldState, ResetWorld
 
@@ -42,17 +40,13 @@ class SimGraph:
         self.client = rclpy.create_node(client_name, context=self.context)
         self.reset_client = self.client.create_client(ResetWorld, "/saycan/world/reset")
         self.state_client = self.client.create_client(GetWorldState, "/saycan/world/state")
-        self.nodes = [self.client]
-        self.executor = None
+        self.spinning = None
 
     def spin(self, *nodes) -> None:
         """Spin the client and ``nodes`` (the nodes under test) in a background thread."""
-        self.nodes = [*nodes, self.client]
-        self.executor = MultiThreadedExecutor(num_threads=6, context=self.context)
-        for node in self.nodes:
-            self.executor.add_node(node)
-        self.spin_thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self.spin_thread.start()
+        self.spinning = InProcessGraph.spinning(threads=6, context=self.context)
+        for node in (*nodes, self.client):
+            self.spinning.add(node)
 
     def reset(self, init: dict, seed: int = 1) -> int:
         response = call_service(self.client, self.reset_client,
@@ -78,12 +72,10 @@ class SimGraph:
         raise TimeoutError(f"kitchen_sim did not come up (see {self.tmp / 'kitchen_sim.log'})")
 
     def close(self) -> None:
-        if self.executor is not None:
-            self.executor.shutdown(timeout_sec=2.0)
-            # Destroy nothing while the spin thread may still dispatch a callback to it.
-            self.spin_thread.join(timeout=5.0)
-        for node in self.nodes:
-            node.destroy_node()
+        if self.spinning is not None:       # stops spinning, then destroys the nodes
+            self.spinning.shutdown()
+        else:
+            self.client.destroy_node()
         rclpy.shutdown(context=self.context)
         stop_processes([self.sim])          # SIGINT, then kill after 5 s
         self.log.close()

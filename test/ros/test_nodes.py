@@ -92,6 +92,62 @@ def test_bad_instructions_are_rejected(graph, text, reason):
     assert result["state"] == "rejected" and reason in result["message"]
 
 
+def follow(commander, text, init=None, timeout=120, **goal):
+    """The FollowInstruction action, nav2_simple_commander style: send, poll, result."""
+    commander.reset_world(init)
+    accepted = commander.followInstruction(text, **goal)
+    deadline = time.monotonic() + timeout
+    while not commander.isTaskComplete():
+        assert time.monotonic() < deadline, f"no result for {text!r}"
+        time.sleep(0.05)
+    return accepted, commander.getResult()
+
+
+def test_the_action_gives_feedback_per_step_and_a_typed_result(graph):
+    accepted, result = follow(graph, "Pick up the apple.")
+    assert accepted and result["success"] and result["state"] == "succeeded", result
+    assert result["plan"] == ["find an apple", "pick up the apple", "done"]
+    assert result["final_state"]["holding"] == "apple"
+    assert result["final_state"]["robot_at"] == "far counter"
+    assert [s["selected"] for s in result["steps"]] == result["plan"]     # every step's scores
+    # feedback: each skill when chosen, then when executed; the top scores best first
+    chosen = [(f.step, f.skill, f.skill_done) for f in graph.feedback]
+    assert chosen[:4] == [(1, "find an apple", False), (1, "find an apple", True),
+                          (2, "pick up the apple", False), (2, "pick up the apple", True)]
+    first = graph.feedback[0]
+    assert first.top_skills[0] == "find an apple" and len(first.top_skills) == 5
+    assert list(first.top_scores) == sorted(first.top_scores, reverse=True)
+    assert graph.getFeedback() is graph.feedback[-1]
+
+
+@pytest.mark.parametrize("text, goal, reason", [
+    ("", {}, "instruction is empty"),
+    ("Bring me a coke.", {"strategy": "generative"}, "not served by the planner node"),
+    ("Bring me a coke.", {"max_steps": 1000}, "max_steps 1000 is more than 100"),
+])
+def test_the_action_rejects_a_bad_goal_with_the_reason(graph, text, goal, reason):
+    accepted, result = follow(graph, text, timeout=10, **goal)
+    assert not accepted and result["state"] == "rejected" and not result["success"]
+    assert reason in result["message"], result["message"]
+
+
+def test_a_goal_with_its_own_step_limit_and_a_cancel_through_the_action(graph):
+    accepted, result = follow(graph, "Bring me the sponge.", max_steps=1)
+    assert accepted and result["state"] == "failed" and len(result["plan"]) == 1, result
+    graph.reset_world(None)
+    assert graph.followInstruction("Bring me the sponge.")
+    deadline = time.monotonic() + 60
+    while not graph.feedback:                       # the first skill is chosen
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert graph.cancelTask() == "cancelling"
+    deadline = time.monotonic() + 60
+    while not graph.isTaskComplete():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert graph.getResult()["state"] == "cancelled" and not graph.getResult()["success"]
+
+
 def test_an_instruction_during_a_plan_is_rejected_and_the_plan_finishes(graph):
     graph.reset_world(None)
     graph.send_instruction("Bring me the sponge.")
@@ -237,3 +293,12 @@ def _wait_for_subscriber(commander, timeout=20):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     time.sleep(0.3)
+
+
+def test_llm_scorer_parameters_are_the_llm_config():
+    """Every language-model setting is an llm_scorer parameter with the same default."""
+    import dataclasses
+
+    from saycan_ros.llm.config import LLMConfig
+    from saycan_ros.ros.nodes.llm_scorer_node import DEFAULTS
+    assert {f.name: f.default for f in dataclasses.fields(LLMConfig)}.items() <= DEFAULTS.items()

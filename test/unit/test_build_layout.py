@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PKG = "saycan_ros"
 CMAKE = (ROOT / "CMakeLists.txt").read_text(encoding="utf-8")
 MSG_FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "msg").glob("*.msg"))
 SRV_FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "srv").glob("*.srv"))
+ACTION_FILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "action").glob("*.action"))
 
 EXECUTABLES = {
     "llm_scorer": "saycan_ros.ros.nodes.llm_scorer_node",
@@ -112,8 +113,8 @@ def test_version_single_source(package):
 
 def test_cmake_generates_every_interface():
     code = _cmake_code()
-    assert MSG_FILES and SRV_FILES
-    for path in MSG_FILES + SRV_FILES:
+    assert MSG_FILES and SRV_FILES and ACTION_FILES
+    for path in MSG_FILES + SRV_FILES + ACTION_FILES:
         assert re.search(r"(^|\s)%s(\s|$)" % re.escape(path), code), (
             "%s is not listed in CMakeLists.txt" % path)
     assert "rosidl_generate_interfaces(${PROJECT_NAME}" in code
@@ -122,9 +123,10 @@ def test_cmake_generates_every_interface():
 
 
 def test_interface_dependencies_declared(package):
-    """Every pkg/Type used in msg/ srv/ is a DEPENDENCY of the generation and a package.xml depend."""
+    """Every pkg/Type used in msg/ srv/ action/ is a DEPENDENCY of the generation and a
+    package.xml depend; an action needs action_msgs declared (rosidl adds it to the generation)."""
     used = set()
-    for path in MSG_FILES + SRV_FILES:
+    for path in MSG_FILES + SRV_FILES + ACTION_FILES:
         for line in (ROOT / path).read_text(encoding="utf-8").splitlines():
             line = line.split("#", 1)[0].strip()
             if not line or line == "---":
@@ -138,6 +140,8 @@ def test_interface_dependencies_declared(package):
     assert used <= _names(package.build_depends) & _names(package.exec_depends)
     for dep in used:
         assert "find_package(%s REQUIRED)" % dep in _cmake_code()
+    if ACTION_FILES:
+        assert "action_msgs" in _names(package.build_depends) & _names(package.exec_depends)
 
 
 # ros2/geometry2 tf2_msgs/msg/TFMessage.msg, and the RIHS01 hash real tf2 nodes announce for it.
@@ -283,7 +287,7 @@ def test_launch_files_reference_installed_executables():
 #: own layer and the ones below it. ``stack`` is the one top-level module: the composition root.
 LAYERS = ("core", "robot", "llm", "planning", "sim", "learning", "skills", "strategies",
           "worlds", "stack", "evaluation", "ros", "cli")
-GENERATED = ("msg", "srv")      # the rosidl interfaces, installed beside the package
+GENERATED = ("msg", "srv", "action")   # the rosidl interfaces, installed beside the package
 
 
 def _module_name(path: Path) -> str:
@@ -373,6 +377,37 @@ def test_rclpy_only_at_the_edge():
             continue
         text = path.read_text(encoding="utf-8")
         assert "import rclpy" not in text and "from rclpy" not in text, module
+
+
+def _all_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return found
+
+
+def test_tests_are_split_into_unit_and_ros():
+    """test/unit is ROS-free (no rclpy, no node module: plain pytest covers the core);
+    everything over DDS is in test/ros; no test file sits anywhere else."""
+    tests = ROOT / "test"
+    stray = [p.name for p in tests.glob("*.py") if p.name != "conftest.py"]
+    assert not stray, stray
+    assert sorted(p.name for p in tests.iterdir() if p.is_dir() and p.name != "__pycache__") \
+        == ["ros", "unit"]
+    ros_in_unit = {p.name: sorted(m for m in _all_imports(p)
+                                  if m.split(".")[0] == "rclpy" or m.startswith(PKG + ".ros"))
+                   for p in sorted((tests / "unit").glob("*.py"))}
+    assert not {k: v for k, v in ros_in_unit.items() if v}
+    def over_dds(path: Path) -> bool:
+        return any(m.split(".")[0] == "rclpy" or m.startswith(PKG + ".ros")
+                   for m in _all_imports(path))
+    through_the_cli = {"test_cli.py"}       # runs `saycan run`, which starts the node graph
+    assert [p.name for p in sorted((tests / "ros").glob("test_*.py"))
+            if not over_dds(p) and p.name not in through_the_cli] == []
 
 
 def test_the_layer_test_sees_an_upward_import(tmp_path):

@@ -212,18 +212,18 @@ def test_affordance_node_fails_cleanly_without_camera(graph):
         "-r", f"{AFFORDANCE_SERVICE}:=/blind/score"],
         parameter_overrides=[Parameter("affordance_file", value="affordance_sim.yaml"),
                              Parameter("sensor_timeout_s", value=0.5)])
-    graph.executor.add_node(node)
+    graph.spinning.executor.add_node(node)
     try:
         client = graph.client.create_client(SkillScore, "/blind/score")
         reply = call_service(graph.client, client, SkillScore.Request(
             instruction="x", skills=["pick up the coke can"]), 20, "blind")
         assert not reply.success and "camera/image_raw" in reply.message, reply.message
     finally:
-        graph.executor.remove_node(node)
+        graph.spinning.executor.remove_node(node)
         node.destroy_node()
 
 
-# -- saycan eval --executor nodes: the world behind the planner is the node graph ---------------
+# -- saycan eval --world nodes: the world behind the planner is the node graph ---------------
 def test_node_graph_world_runs_an_errand(graph):
     from saycan_ros.ros.nodes.graph_world import NodeGraphWorld
     from saycan_ros.core.tasks import TaskInit

@@ -18,7 +18,7 @@ from saycan_ros.core.solver import clone_world, right_next_skills, solve, start_
 from saycan_ros.core.tasks import Task, TaskInit, load_tasks, parse_goal
 from saycan_ros.core.world import SymbolicWorld
 
-CONFIG = Path(__file__).resolve().parent.parent / "config"
+CONFIG = Path(__file__).resolve().parents[2] / "config"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
@@ -264,15 +264,15 @@ def reports(vocabulary, tasks):
                           ScriptedScores([{"put down the coke can": 0.1,
                                            "go to the trash can": 1.0}], normalise=False),
                           max_steps=2, cost={**lm_cost, "forward_passes": 30, "seconds": 3.0})
-    saycan = EvalReport("saycan", "models/tiny-lm", "oracle", [
+    saycan = EvalReport("saycan", "models/tiny-lm", "symbolic", [
         run_task(vocabulary, t001, "saycan", script(t001), cost=lm_cost),
         run_task(vocabulary, t016, "saycan", script(t016), cost=lm_cost),
         suppressed])
-    no_vf = EvalReport("no_vf", "models/tiny-lm", "oracle", [
+    no_vf = EvalReport("no_vf", "models/tiny-lm", "symbolic", [
         run_task(vocabulary, t001, "no_vf", ScriptedScores(["pick up the apple"]), cost={}),
         run_task(vocabulary, t016, "no_vf", script(t016), cost={}),
         run_task(vocabulary, t067, "no_vf", script(t067), cost={})])
-    generative = EvalReport("generative", "models/tiny-lm", "oracle", [
+    generative = EvalReport("generative", "models/tiny-lm", "symbolic", [
         TaskOutcome(t016, PlanResult(t016.text, "generative", "failed", "stopped"), False,
                     False, 0.2, {"seconds": 0.2, "generated_tokens": 12},
                     {"generations": 4, "inadmissible_generations": 1}),
@@ -357,7 +357,7 @@ def test_the_written_report(vocabulary, reports, tmp_path):
 
 
 def test_models_are_named_when_several_are_compared(vocabulary, reports):
-    other = EvalReport("saycan", "other/bigger-lm", "oracle", reports[0].outcomes)
+    other = EvalReport("saycan", "other/bigger-lm", "symbolic", reports[0].outcomes)
     rows = _table(render_markdown([reports[0], other], [[None] * 3] * 2), "Success by family")
     assert rows[0][1:3] == ["plan: saycan (tiny-lm)", "execution: saycan (tiny-lm)"]
     assert rows[0][3] == "plan: saycan (bigger-lm)"

@@ -11,9 +11,10 @@ from saycan_ros.skills.navigation import (ERROR_CODES, GlobalPlanner, CostMap, G
 from saycan_ros.skills.place.controller import (ArmModel, CameraModel, PlaceController, PlaceParams,
                                        candidate_spots, location_at, visible_free)
 from saycan_ros.sim.floorplan import FloorPlan
-from saycan_ros.sim.navigation import RESOLUTION
-from saycan_ros.cli.eval_skill import (SKILL_EVALUATORS, drive, evaluate_navigation,
-                                        evaluate_place, register_cli)
+from saycan_ros.sim.floorplan import MAP_RESOLUTION as RESOLUTION
+from saycan_ros.worlds.closed_loop import drive
+from saycan_ros.cli.eval_skill import (SKILL_EVALUATORS, evaluate_navigation,
+                                        evaluate_place, register)
 
 
 @pytest.fixture(scope="module")
@@ -238,7 +239,7 @@ def test_eval_skill_cli(capsys):
     import argparse
     assert set(SKILL_EVALUATORS) == {"navigate", "pick", "place"}    # whatever was imported
     parser = argparse.ArgumentParser(prog="saycan")
-    register_cli(parser.add_subparsers(dest="command", required=True))
+    register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["eval-skill", "place", "--episodes", "5", "--quiet",
                               "--locations", "table"])
     assert args.func(args) == 0

@@ -32,6 +32,7 @@ rclpy = pytest.importorskip("rclpy", reason="rclpy (ros-kilted-rclpy) is not ins
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 
+from saycan_ros.action import FollowInstruction  # noqa: E402
 from saycan_ros.msg import PlanStatus, SkillScores, WorldState  # noqa: E402
 from saycan_ros.srv import ExecuteSkill, ResetWorld, SkillScore  # noqa: E402
 
@@ -80,7 +81,8 @@ SERVER = textwrap.dedent(
         world.header.frame_id = "map"
         world.revision = request.min_state_revision
         world.robot_location = "table"
-        world.robot_pose.x, world.robot_pose.y, world.robot_pose.theta = 1.5, -2.25, 0.5
+        world.robot_pose.position.x, world.robot_pose.position.y = 1.5, -2.25
+        world.robot_pose.orientation.z, world.robot_pose.orientation.w = 0.6, 0.8
         world.holding = "sponge"
         world.objects = ["sponge", "coke"]
         world.object_locations = ["gripper", "table"]
@@ -98,11 +100,17 @@ SERVER = textwrap.dedent(
 
 
 def test_generated_types_construct():
-    """All six interfaces import and carry the fields the nodes rely on."""
+    """All interfaces import and carry the fields the nodes rely on."""
     msg = SkillScores(skills=["a", "b"], llm=[0.25, 0.75], selected="b")
     assert list(msg.llm) == [0.25, 0.75] and msg.selected == "b"
     world = WorldState(revision=BIG_REVISION, holding="sponge")
-    world.robot_pose.theta = 1.0
+    world.robot_pose.orientation.w = 1.0
+    status = PlanStatus(state=PlanStatus.STATE_EXECUTING)
+    assert status.state == "executing" and PlanStatus.STATE_REJECTED == "rejected"
+    goal = FollowInstruction.Goal(instruction="Bring me a coke.", max_steps=5)
+    assert goal.strategy == "" and goal.max_steps == 5
+    assert FollowInstruction.Result().final_state.robot_location == ""
+    assert list(FollowInstruction.Feedback(top_scores=[0.5]).top_scores) == [0.5]
     assert world.revision == BIG_REVISION
     status = PlanStatus(state="executing", step=3, plan=["find a sponge"])
     assert status.step == 3 and list(status.plan) == ["find a sponge"]
@@ -193,7 +201,9 @@ def test_skill_score_service_and_topics_between_processes(tmp_path):
         assert msg.strategy == "length"
         world = worlds[0]
         assert world.revision == BIG_REVISION
-        assert (world.robot_pose.x, world.robot_pose.y, world.robot_pose.theta) == (1.5, -2.25, 0.5)
+        pose = world.robot_pose
+        assert (pose.position.x, pose.position.y, pose.orientation.z, pose.orientation.w) == (
+            1.5, -2.25, 0.6, 0.8)
         assert world.robot_location == "table" and world.holding == "sponge"
         assert list(world.objects) == ["sponge", "coke"]
         assert list(world.object_locations) == ["gripper", "table"]

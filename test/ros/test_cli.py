@@ -77,7 +77,7 @@ def test_eval_reports_a_bad_task_file_without_a_traceback(tmp_path):
 def test_run_says_what_is_known_at_the_end():
     """'done' is the model's judgement: the result line says so, and only a --goal check says
     whether the instruction was carried out."""
-    from saycan_ros.cli.main import outcome_lines
+    from saycan_ros.cli.run import outcome_lines
     from saycan_ros.core.kitchen import load_kitchen
     from saycan_ros.core.tasks import parse_goal
     result = {"state": "succeeded", "message": "done after 4 skills",

@@ -26,7 +26,7 @@ def test_parallel_chunks_merge_to_the_sequential_reports(vocabulary):
     tasks = load_tasks(CONFIG / "tasks.yaml", vocabulary.kitchen)[:3]
     llm = {"backend": "transformers", "threads": 1}
     jobs = [EvalJob(TEST_MODEL, "no_vf", llm, max_steps=6),
-            EvalJob(TEST_MODEL, "bc_use", llm, max_steps=6, executor="sim", seed=5,
+            EvalJob(TEST_MODEL, "bc_use", llm, max_steps=6, world="sim", seed=5,
                     world_options={"pick": "expert"}, max_failures=2)]
     finished = []
     parallel = run_jobs(jobs, tasks, vocabulary, workers=2,
@@ -55,11 +55,11 @@ def test_every_affordance_model_type_resolves_in_a_fresh_interpreter():
 
 
 def test_sim_workers_load_the_learned_affordances(vocabulary):
-    """``saycan eval --executor sim --jobs 2`` with the value-function affordances
+    """``saycan eval --world sim --jobs 2`` with the value-function affordances
     (``affordance_sim.yaml``) gives the sequential results."""
     tasks = load_tasks(CONFIG / "tasks.yaml", vocabulary.kitchen)[:2]
     job = EvalJob(TEST_MODEL, "bc_use", {"backend": "transformers", "threads": 1},
-                  affordance_file="affordance_sim.yaml", max_steps=4, executor="sim", seed=3,
+                  affordance_file="affordance_sim.yaml", max_steps=4, world="sim", seed=3,
                   world_options={"pick": "expert"}, max_failures=2)
     parallel = run_jobs([job], tasks, vocabulary, workers=2)[0]
     sequential = run_jobs([job], tasks, vocabulary, workers=1)[0]

@@ -1,5 +1,5 @@
 """The simulated executor with the learned pick policy and the learned pick affordance from the
-simulator's camera (``saycan eval --executor sim``), without ROS. Real weights
+simulator's camera (``saycan eval --world sim``), without ROS. Real weights
 (``models/`` or ``$SAYCAN_MODELS_DIR``), real forward passes; skipped without weights."""
 import numpy as np
 import pytest
@@ -110,7 +110,7 @@ def test_local_affordance_scores_picks_from_the_sim_camera(kitchen):
 
 def test_task_init_as_reset_json(kitchen):
     import json
-    from saycan_ros.ros.nodes.graph_world import init_to_json
+    from saycan_ros.core.tasks import init_to_json
     from saycan_ros.core.tasks import TaskInit
     init = TaskInit.from_mapping({"robot_at": "table", "objects": {"apple": "user"},
                                   "absent": ["sponge"]}, kitchen)

@@ -15,8 +15,8 @@ from saycan_ros.planning.prompt import load_prompt
 from saycan_ros.core.tasks import TaskInit, load_tasks
 from saycan_ros.core.world import SymbolicWorld
 
-CONFIG = Path(__file__).resolve().parent.parent / "config"
-MODELS = Path(__file__).resolve().parent.parent / "models"
+CONFIG = Path(__file__).resolve().parents[2] / "config"
+MODELS = Path(__file__).resolve().parents[2] / "models"
 
 
 @pytest.fixture(scope="module")

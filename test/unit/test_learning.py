@@ -222,8 +222,8 @@ def test_skill_result_line():
 def test_cli_registers_its_commands():
     import argparse
 
-    from saycan_ros.cli.train import register_cli
-    from saycan_ros.cli.eval_skill import register_cli as register_eval_skill
+    from saycan_ros.cli.train import register as register_cli
+    from saycan_ros.cli.eval_skill import register as register_eval_skill
     parser = argparse.ArgumentParser(prog="saycan")
     sub = parser.add_subparsers(dest="command", required=True)
     register_cli(sub)

@@ -16,7 +16,7 @@ from saycan_ros.core.skills import Skill, SkillSet
 from saycan_ros.core.tasks import TaskInit
 from saycan_ros.core.world import SymbolicWorld, WorldSnapshot, effect_holds, target_location
 
-CONFIG = Path(__file__).resolve().parent.parent / "config"
+CONFIG = Path(__file__).resolve().parents[2] / "config"
 
 
 @pytest.fixture()

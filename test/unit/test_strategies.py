@@ -216,7 +216,7 @@ def test_llm_planner_replans_after_a_failed_skill(vocabulary, resources):
 
 
 @pytest.mark.parametrize("argv", [["--strategies", "magic"], ["--max-failures", "-1"],
-                                  ["--jobs", "0"], ["--jobs", "2", "--executor", "nodes"]])
+                                  ["--jobs", "0"], ["--jobs", "2", "--world", "nodes"]])
 def test_eval_cli_rejects_bad_options_before_loading_a_model(argv, capsys):
     from saycan_ros.cli.main import main
     assert main(["eval", "--tasks", "tasks.yaml", "--limit", "1", *argv]) == 2

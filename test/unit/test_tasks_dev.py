@@ -1,7 +1,7 @@
 """The development task set (config/tasks_dev.yaml): written fresh for tuning, kept apart from
 the test sets (config/tasks.yaml, config/tasks_extra.yaml) and the prompt's examples.
 
-Same checks as test/test_tasks.py: every goal is reachable within 19 skills (plus ``done``),
+Same checks as test/unit/test_tasks.py: every goal is reachable within 19 skills (plus ``done``),
 replays to the goal on the symbolic world and does not hold at the start.
 """
 from __future__ import annotations
@@ -13,13 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from saycan_ros.core.solver import MAX_PLAN_SKILLS, find_plan
 from saycan_ros.core.tasks import FAMILIES, Task, load_tasks
 from saycan_ros.learning.planner_data import normalise
-from saycan_ros.core.world import SymbolicWorld
-from test_tasks import check_task_file_shape, replay
+from test_tasks import check_solvable, check_task_file_shape
 
-CONFIG = Path(__file__).resolve().parent.parent / "config"
+CONFIG = Path(__file__).resolve().parents[2] / "config"
 DEV_FAMILIES = FAMILIES + ("negation", "multilingual", "counting")
 DEMO = "I spilled my coke, can you bring me something to clean it up?"
 
@@ -74,21 +72,7 @@ def test_dev_family_character(dev_tasks):
 
 
 def test_every_dev_task_is_solvable_and_not_trivial(dev_tasks, kitchen, skills):
-    problems, lengths = [], {}
-    for task in dev_tasks:
-        if task.goal.holds(SymbolicWorld(kitchen, task.init)):
-            problems.append(f"{task.id}: goal already holds at the start")
-            continue
-        plan = find_plan(task, kitchen, skills)
-        if plan is None:
-            problems.append(f"{task.id}: no plan within {MAX_PLAN_SKILLS} skills")
-            continue
-        world = replay(task, plan, kitchen, skills)
-        if not task.goal.holds(world):
-            problems.append(f"{task.id}: plan {plan} does not reach the goal")
-            continue
-        lengths[task.id] = len(plan)
-    assert not problems, "\n".join(problems)
+    lengths = check_solvable(dev_tasks, kitchen, skills)
     family = {t.id: t.family for t in dev_tasks}
     single = {tid: n for tid, n in lengths.items() if family[tid] == "nl_single"}
     assert max(single.values()) <= 2, single

@@ -1,0 +1,56 @@
+"""``saycan bench scoring|sim``: the benchmarks, reported as ratios measured side by side in
+one run (packed vs naive scoring; simulator steps with and without the camera)."""
+from __future__ import annotations
+
+from saycan_ros.cli.common import write_json
+
+
+def cmd_bench(args) -> int:
+    if args.what == "scoring":
+        from saycan_ros.evaluation.bench_scoring import format_scoring_result, run_scoring_bench
+        from saycan_ros.planning.scene import scene_of
+        from saycan_ros.llm.config import resolve_adapter
+        from saycan_ros.planning.vocabulary import load_vocabulary
+        from saycan_ros.stack import adapter_prompt
+        from saycan_ros.core.world import SymbolicWorld
+        vocabulary = load_vocabulary()
+        prompt, backend = vocabulary.prompt, None
+        adapter = resolve_adapter(args.model, args.adapter)
+        if adapter is not None:      # the planner's real step: the adapter's prompt and scene
+            from saycan_ros.llm.transformers_backend import TransformersBackend
+            prompt = adapter_prompt(adapter)
+            backend = TransformersBackend(args.model, adapter=str(adapter))
+        scene = scene_of(vocabulary.kitchen, SymbolicWorld(vocabulary.kitchen).snapshot())
+        result = run_scoring_bench(
+            args.model, prompt.prefix(),
+            prompt.query("I spilled my coke, can you bring me something to clean it up?",
+                         ["find a sponge"], scene if prompt.scene else ""),
+            [prompt.option(s) for s in vocabulary.skills.texts],
+            repeats=args.repeats, backend=backend)
+        if args.json:
+            write_json(args.json, result)
+        print(format_scoring_result(result))
+        return 0
+    if args.what == "sim":
+        from saycan_ros.sim.bench import format_sim_result, run_sim_bench
+        result = run_sim_bench(steps=args.steps, camera=not args.no_camera)
+        if args.json:
+            write_json(args.json, result)
+        print(format_sim_result(result))
+        return 0
+    raise AssertionError(args.what)
+
+
+def register(sub) -> None:
+    from saycan_ros.llm.config import DEFAULT_MODEL, LLMConfig
+    bench = sub.add_parser("bench", help="benchmarks (ratios measured side by side)")
+    bench.add_argument("what", choices=["scoring", "sim"])
+    bench.add_argument("--model", default=DEFAULT_MODEL)
+    bench.add_argument("--adapter", default=LLMConfig().adapter,
+                       help="scoring: the planner adapter's prompt and weights (auto, the "
+                            "planner's default), or none (the frozen model's few-shot prompt)")
+    bench.add_argument("--repeats", type=int, default=3)
+    bench.add_argument("--steps", type=int, default=5000)
+    bench.add_argument("--no-camera", action="store_true")
+    bench.add_argument("--json")
+    bench.set_defaults(func=cmd_bench)

@@ -1,0 +1,154 @@
+"""``saycan eval``: plan (and execute) every task of a task file with one or more strategies
+and models, in the symbolic world, the simulator or the node graph; tables, reports, failed
+plans."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from saycan_ros.cli.common import add_model_arguments, bad_llm_options, write_json
+
+OLD_WORLD_NAMES = {"oracle": "symbolic", "sim": "sim", "nodes": "nodes"}   # --executor
+
+
+def cmd_eval(args) -> int:
+    if args.executor:             # the flag's old name, still understood
+        args.world = OLD_WORLD_NAMES[args.executor]
+        print(f"saycan eval: --executor {args.executor} is now --world {args.world}",
+              file=sys.stderr)
+    if bad_llm_options(args, "eval"):
+        print(bad_llm_options(args, "eval"), file=sys.stderr)
+        return 2
+    from saycan_ros.planning.vocabulary import load_vocabulary
+    from saycan_ros.core.tasks import TaskError, load_tasks
+
+    vocabulary = load_vocabulary()
+    try:
+        tasks = load_tasks(args.tasks, vocabulary.kitchen)
+    except TaskError as exc:
+        print(f"saycan eval: {exc}", file=sys.stderr)
+        return 2
+    if args.families:
+        wanted = {f.strip() for f in args.families.split(",") if f.strip()}
+        unknown = sorted(wanted - {t.family for t in tasks})
+        if unknown:
+            print(f"saycan eval: --families {', '.join(unknown)}: not in {args.tasks} (it has "
+                  f"{', '.join(sorted({t.family for t in tasks}))})", file=sys.stderr)
+            return 2
+        tasks = [t for t in tasks if t.family in wanted]
+    if args.limit:
+        tasks = tasks[:args.limit]
+    from saycan_ros.strategies.registry import strategy_names
+    strategies = [x.strip() for x in (args.strategies or args.strategy).split(",") if x.strip()]
+    unknown = [x for x in strategies if x not in strategy_names()]
+    if unknown or not strategies:
+        print(f"saycan eval: unknown strategy {unknown or strategies}; known: "
+              f"{', '.join(strategy_names())}", file=sys.stderr)
+        return 2
+    max_failures = args.max_failures
+    if args.jobs < 1 or (max_failures is not None and max_failures < 0):
+        print("saycan eval: --jobs must be >= 1 and --max-failures >= 0", file=sys.stderr)
+        return 2
+    if args.jobs > 1 and args.world == "nodes":
+        print("saycan eval: --jobs > 1 runs the symbolic or the sim world; the node graph is one "
+              "simulator for the whole run", file=sys.stderr)
+        return 2
+    models = args.llm or [args.model]
+    world_options, affordance_file = {}, args.affordance
+    if args.world == "sim":      # learned pick + value-function affordances when trained
+        from saycan_ros.skills.pick.policy import sim_eval_setup
+        pick, affordance_file = sim_eval_setup(args.pick, args.affordance)
+        world_options = {"pick": pick}
+        print(f"simulator: pick {pick}, affordances {affordance_file or 'affordance.yaml'}",
+              file=sys.stderr)
+    elif args.world == "nodes":  # kitchen_sim + navigate/pick/place skill nodes over DDS
+        from saycan_ros.ros.nodes.graph_world import NodeGraphWorld
+        from saycan_ros.skills.pick.policy import sim_eval_setup
+        affordance_file = sim_eval_setup("learned", args.affordance)[1]
+        world_options = {"graph": NodeGraphWorld(vocabulary.kitchen, vocabulary.skills)}
+        print(f"node graph: kitchen_sim, navigate_skill, pick_skill, place_skill (ROS_DOMAIN_ID "
+              f"{world_options['graph'].domain_id}, logs {world_options['graph'].log_dir}); "
+              f"affordances {affordance_file or 'affordance.yaml'}", file=sys.stderr)
+    from saycan_ros.evaluation.runner import EvalJob, run_jobs
+    from saycan_ros.llm.config import LLMConfig
+    llm = LLMConfig.from_args(args).params()
+    del llm["model"]              # one job per model (--llm)
+    if max_failures is None:      # the symbolic world is deterministic: a retry changes nothing
+        max_failures = 0 if args.world == "symbolic" else 2
+    jobs = [EvalJob(model, strategy, llm, affordance_file or "", args.max_steps, args.world,
+                    args.seed, world_options, max_failures)
+            for model in models for strategy in strategies]
+    jsonl = open(args.jsonl, "a", encoding="utf-8") if args.jsonl else None
+
+    def record(job, outcome) -> None:  # one line per task as it finishes: long runs lose nothing
+        if jsonl:
+            jsonl.write(json.dumps({"strategy": job.strategy, "model": job.model,
+                                    **outcome.to_dict()}) + "\n")
+            jsonl.flush()
+
+    def show(report) -> None:
+        print(report.table() + "\n", flush=True)
+
+    started = time.perf_counter()
+    reports = run_jobs(jobs, tasks, vocabulary, workers=args.jobs, on_task=record,
+                       on_report=show)
+    print(f"{len(jobs)} runs of {len(tasks)} tasks in {time.perf_counter() - started:.0f} s "
+          f"({args.jobs} job{'s' if args.jobs > 1 else ''})")
+    if "graph" in world_options:            # --world nodes: stop the node graph
+        world_options["graph"].close()
+    if args.json:
+        write_json(args.json, [r.to_dict() for r in reports])
+    if args.report:
+        from saycan_ros.evaluation.report import write_report
+        paths = write_report(reports, args.report, kitchen=vocabulary.kitchen,
+                             skills=vocabulary.skills, command="saycan " + " ".join(sys.argv[1:]))
+        print("report: " + ", ".join(str(p) for p in paths.values()))
+    for report in reports:
+        for line in report.failed_lines():
+            print(line)
+    for report in reports[1:]:
+        print(f"{report.strategy} ({report.model}): {report.summary_line()}")
+    if args.world != "symbolic":
+        print(reports[0].summary_line("execution_success"))
+    print(reports[0].summary_line())
+    return 0
+
+
+def register(sub) -> None:
+    from saycan_ros.stack import WORLDS
+    ev = sub.add_parser("eval", help="plan success over a task file")
+    ev.add_argument("--tasks", default="tasks.yaml")
+    add_model_arguments(ev)
+    ev.add_argument("--world", default="symbolic", choices=WORLDS,
+                    help="where the skills run: the symbolic kitchen, the built-in simulator, or "
+                         "the node graph (kitchen_sim and the navigate/pick/place skill nodes over "
+                         "DDS); plan success is always judged on the symbolic world")
+    ev.add_argument("--executor", choices=sorted(OLD_WORLD_NAMES), help=argparse.SUPPRESS)
+    ev.add_argument("--seed", type=int, default=0, help="sim: seed of the first task")
+    ev.add_argument("--pick", default="auto", choices=["auto", "learned", "expert"],
+                    help="sim: pick with the BC policy or the scripted expert (auto: learned "
+                         "when models/bc_pick.pt is there)")
+    ev.add_argument("--affordance", default="",
+                    help="affordance config (default: affordance.yaml; sim with learned pick: "
+                         "affordance_sim.yaml, the pick value function)")
+    ev.add_argument("--strategies", default="",
+                    help="comma list of strategies (overrides --strategy): saycan, no_vf, "
+                         "generative, llm_planner, saycan_cot, bc_use, bc_nl")
+    ev.add_argument("--llm", nargs="+", default=None, metavar="NAME",
+                    help="evaluate with each of these models in turn (default: --model)")
+    ev.add_argument("--report", default="",
+                    help="write DIR/report.md (table, cost, failure attribution), report.json "
+                         "and report.png")
+    ev.add_argument("--max-failures", type=int, default=None,
+                    help="failed skills tolerated per task before the plan ends (default: 0 "
+                         "with the oracle, 2 in the simulator, where a grasp can miss)")
+    ev.add_argument("--jobs", type=int, default=1,
+                    help="worker processes sharing the runs in chunks of tasks (symbolic or sim "
+                         "world; same results as one process)")
+    ev.add_argument("--json")
+    ev.add_argument("--jsonl", help="append each task's outcome to this file as it finishes")
+    ev.add_argument("--limit", type=int, default=0)
+    ev.add_argument("--families", default="", help="comma-separated families to keep")
+    ev.set_defaults(func=cmd_eval)

@@ -1,0 +1,184 @@
+"""``saycan run "<instruction>"``: start the SayCan node graph (in this process, or one process
+per node with ``--processes``), send the instruction, print every step's scores and say
+honestly how the plan ended."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+import time
+
+from saycan_ros.cli.common import add_model_arguments, bad_llm_options
+
+
+def _print_scores(msg, top_k: int) -> None:
+    import numpy as np
+    combined = np.nan_to_num(np.asarray(msg.combined, dtype=float), nan=-1.0)
+    order = np.argsort(-combined, kind="stable")[:top_k]
+    print(f"\nstep {msg.step}  ({msg.strategy})" + " " * 22 + "LLM   afford.  product")
+    for i in order:
+        mark = "▶" if msg.skills[i] == msg.selected else " "
+        print(f"  {mark} {msg.skills[i]:<34} {msg.llm[i]:6.3f}  {msg.affordance[i]:6.3f}  "
+              f"{msg.combined[i]:7.4f}")
+    sys.stdout.flush()
+
+
+def _print_status(msg) -> None:
+    if msg.state == "executing" and ("succeeded" in msg.message or "failed" in msg.message):
+        print(f"  -> {msg.message.split(': ', 1)[1]}")
+        sys.stdout.flush()
+
+
+def node_params(args) -> dict:
+    from saycan_ros.llm.config import LLMConfig
+    return {"llm_scorer": LLMConfig.from_args(args).params(),
+            "skill_executor": {"world": args.world, "seed": args.seed},
+            "planner": {"strategy": args.strategy, "max_steps": args.max_steps}}
+
+
+def cmd_run(args) -> int:
+    if bad_llm_options(args, "run"):
+        print(bad_llm_options(args, "run"), file=sys.stderr)
+        return 2
+    from saycan_ros.ros import graph
+    from saycan_ros.ros.commander import GraphDown, SayCanCommander
+    from saycan_ros.core.tasks import TaskError, check_instruction
+
+    from saycan_ros.core.kitchen import load_kitchen
+    from saycan_ros.strategies.registry import node_strategy_names
+    from saycan_ros.core.tasks import TaskInit, parse_goal
+    from saycan_ros.core.world import WorldSnapshot
+    # everything the user typed is checked here, before a node starts or a model loads
+    try:
+        instruction = check_instruction(args.instruction)
+        init = json.loads(args.init) if args.init else None
+        if init is not None:
+            TaskInit.from_mapping(init, load_kitchen())
+    except json.JSONDecodeError as exc:
+        print(f"saycan run: --init is not JSON ({exc.msg} at character {exc.pos})",
+              file=sys.stderr)
+        return 2
+    except TaskError as exc:
+        print(f"saycan run: {'--init: ' if args.init and 'init' not in str(exc) else ''}{exc}",
+              file=sys.stderr)
+        return 2
+    try:
+        goal = parse_goal(args.goal, load_kitchen()) if args.goal is not None else None
+    except TaskError as exc:
+        print(f"saycan run: --goal: {exc}", file=sys.stderr)
+        return 2
+    if args.strategy not in node_strategy_names():
+        print(f"saycan run: --strategy {args.strategy!r} does not run in the planner node; "
+              f"it runs {', '.join(node_strategy_names())} (the others: saycan eval)",
+              file=sys.stderr)
+        return 2
+    params = node_params(args)
+    graph.init_rclpy()
+    procs, spinning = [], None
+    log_dir = tempfile.mkdtemp(prefix="saycan_run_")
+    keep_logs = False          # kept only when a message points the user at them
+    try:
+        print(f"starting the SayCan graph ({'one process per node' if args.processes else 'one process'}"
+              f", model {args.model})...", flush=True)
+        if args.processes:
+            procs = graph.start_processes(params, log_dir=log_dir)
+        else:
+            spinning = graph.start_in_process(params, quiet=not args.verbose)
+        commander = SayCanCommander(on_scores=lambda m: _print_scores(m, args.top),
+                                    on_status=_print_status)
+        if spinning is None:         # the nodes are other processes: spin the commander here
+            spinning = graph.InProcessGraph.spinning(threads=3)
+        spinning.add(commander)
+        gone = (lambda: graph.exited(procs)) if procs else None
+        commander.wait_until_ready(timeout_s=args.ready_timeout, gone=gone)
+        if init is not None:
+            commander.reset_world(init)
+        print(f"\ninstruction: {instruction}", flush=True)
+        commander.follow_instruction(instruction)
+        deadline = time.monotonic() + args.timeout
+        while not commander.is_task_complete():
+            if gone is not None and gone():
+                raise GraphDown(f"a node died during the plan: {gone()}")
+            if time.monotonic() > deadline:
+                print(f"saycan run: no result within {args.timeout:g} s; cancelling",
+                      file=sys.stderr)
+                commander.cancel_task()
+                return 1
+            time.sleep(0.05)
+        result = commander.get_result()
+        state = commander.world_state()
+        goal_holds = (goal.holds(WorldSnapshot.from_dict(state)) if goal is not None
+                      else None)
+        for line in outcome_lines(result, state, goal, goal_holds):
+            print(line)
+        if args.plot:
+            from saycan_ros.evaluation.plotting import plot_plan
+            steps = [{"step": m.step, "skills": list(m.skills), "llm": list(m.llm),
+                      "affordance": list(m.affordance), "combined": list(m.combined),
+                      "selected": m.selected} for m in commander.scores]
+            print(f"plot: {plot_plan(steps, instruction, args.plot)}")
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as handle:
+                json.dump({"result": result, "world": state}, handle, indent=1)
+        return 0 if result["state"] == "succeeded" and goal_holds is not False else 1
+    except GraphDown as exc:
+        keep_logs = True
+        print(f"saycan run: {exc}", file=sys.stderr)
+        return 1
+    except TimeoutError as exc:
+        keep_logs = bool(procs)
+        print(f"saycan run: {exc}" + (f" (node logs: {log_dir})" if keep_logs else ""),
+              file=sys.stderr)
+        return 1
+    finally:
+        if spinning is not None:     # before rclpy shuts down: a thread still spinning aborts
+            spinning.shutdown()
+        graph.stop_processes(procs)
+        import rclpy
+        if rclpy.ok():
+            rclpy.shutdown()
+        if not keep_logs:
+            shutil.rmtree(log_dir, ignore_errors=True)
+
+
+def outcome_lines(result: dict, state: dict, goal=None, goal_holds: bool | None = None
+                  ) -> list[str]:
+    """What ``saycan run`` can honestly say at the end: how the plan ended (choosing ``done``
+    is the model's judgement, not proof), whether the ``--goal`` holds when one was given, the
+    plan and the final world."""
+    if result["state"] == "succeeded":
+        n = max(0, len(result["plan"]) - 1)
+        head = (f"result: the planner chose 'done' after {n} skill{'' if n == 1 else 's'}"
+                + (", all of which succeeded" if n > 1 else ", which succeeded" if n else ""))
+    else:
+        head = f"result: {result['state']} — {result['message']}"
+    if goal is None:
+        check = "goal: not checked (give --goal \"…\" in the task-file grammar to check it)"
+    else:
+        check = f"goal: {'holds' if goal_holds else 'does NOT hold'} — {goal.text}"
+    world = (f"world: robot at the {state['robot_at']}, holding "
+             f"{state['holding'] or 'nothing'}; " + ", ".join(
+                 f"{o}: {l}" for o, l in sorted(state["objects"].items())))
+    return ["", head, check, "plan: " + " → ".join(result["plan"]), world]
+
+
+def register(sub) -> None:
+    run = sub.add_parser("run", help="plan and execute one instruction on the kitchen")
+    run.add_argument("instruction")
+    add_model_arguments(run)
+    run.add_argument("--processes", action="store_true", help="one process per node")
+    run.add_argument("--verbose", action="store_true",
+                     help="show the nodes' [INFO] logs and model-loading progress bars")
+    run.add_argument("--world", default="symbolic", choices=["symbolic", "sim"],
+                     help="where skills run: the symbolic kitchen or the built-in simulator")
+    run.add_argument("--seed", type=int, default=0, help="sim: layout seed")
+    run.add_argument("--plot", help="draw per-step scores to this PNG")
+    run.add_argument("--json", help="write the result to this file")
+    run.add_argument("--init", help="task init as JSON, e.g. '{\"holding\": \"apple\"}'")
+    run.add_argument("--goal", help="check this goal on the final world, in the task-file "
+                                    "grammar, e.g. 'at(coke can, trash can)'")
+    run.add_argument("--top", type=int, default=5, help="skills shown per step")
+    run.add_argument("--timeout", type=float, default=600.0)
+    run.add_argument("--ready-timeout", type=float, default=300.0)
+    run.set_defaults(func=cmd_run)
