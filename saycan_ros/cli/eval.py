@@ -51,6 +51,12 @@ def cmd_eval(args) -> int:
     if args.jobs < 1 or (max_failures is not None and max_failures < 0):
         print("saycan eval: --jobs must be >= 1 and --max-failures >= 0", file=sys.stderr)
         return 2
+    from saycan_ros.planning.faults import check_fault_rate
+    try:
+        fault_rate = check_fault_rate(args.fault_rate)
+    except ValueError as exc:
+        print(f"saycan eval: --fault-rate: {exc}", file=sys.stderr)
+        return 2
     if args.jobs > 1 and args.world == "nodes":
         print("saycan eval: --jobs > 1 runs the symbolic or the sim world; the node graph is one "
               "simulator for the whole run", file=sys.stderr)
@@ -76,9 +82,12 @@ def cmd_eval(args) -> int:
     llm = LLMConfig.from_args(args).params()
     del llm["model"]              # one job per model (--llm)
     if max_failures is None:      # the symbolic world is deterministic: a retry changes nothing
-        max_failures = 0 if args.world == "symbolic" else 2
+        # In the simulator a grasp can miss; with injected faults only the step limit bounds
+        # the retries (a fault leaves the world as it was).
+        max_failures = (args.max_steps if fault_rate else
+                        0 if args.world == "symbolic" else 2)
     jobs = [EvalJob(model, strategy, llm, affordance_file or "", args.max_steps, args.world,
-                    args.seed, world_options, max_failures)
+                    args.seed, world_options, max_failures, fault_rate)
             for model in models for strategy in strategies]
     jsonl = open(args.jsonl, "a", encoding="utf-8") if args.jsonl else None
 
@@ -143,7 +152,11 @@ def register(sub) -> None:
                          "and report.png")
     ev.add_argument("--max-failures", type=int, default=None,
                     help="failed skills tolerated per task before the plan ends (default: 0 "
-                         "with the oracle, 2 in the simulator, where a grasp can miss)")
+                         "in the symbolic world, 2 in the simulator, where a grasp can miss; "
+                         "with --fault-rate, --max-steps)")
+    ev.add_argument("--fault-rate", type=float, default=0.0,
+                    help="fail this fraction of skill executions at random before they run "
+                         "(seeded per task; the world is unchanged), to measure re-planning")
     ev.add_argument("--jobs", type=int, default=1,
                     help="worker processes sharing the runs in chunks of tasks (symbolic or sim "
                          "world; same results as one process)")

@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from saycan_ros.planning.affordance import AffordanceScorer
 from saycan_ros.core.kitchen import Kitchen
+from saycan_ros.planning.faults import FaultInjectingExecutor
 from saycan_ros.planning.local import LocalAffordance, LocalLanguage, WorldExecutor
 from saycan_ros.planning.planner import Planner, PlanResult
 from saycan_ros.strategies.registry import make_strategy
@@ -141,7 +142,8 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
              seed: int = 0, progress: bool = True,
              on_task: Callable[[TaskOutcome], None] | None = None,
              world_options: dict | None = None, resources=None,
-             strategy_options: dict | None = None, max_failures: int = 0) -> EvalReport:
+             strategy_options: dict | None = None, max_failures: int = 0,
+             fault_rate: float = 0.0) -> EvalReport:
     """Plan and execute each task from its ``init`` in a fresh ``world`` (``symbolic``; ``sim``:
     the simulator, seeded per task; ``nodes``: the node graph; ``world_options`` go to it, e.g.
     ``pick="learned"``).
@@ -149,6 +151,8 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
     ``resources`` (a :class:`~saycan_ros.strategies.resources.StrategyResources`) is needed by
     the strategies beyond saycan / no_vf. ``max_failures``: failed skills tolerated per task
     (re-scored from the new state; useful where skills fail at random, as in the simulator).
+    ``fault_rate``: that fraction of skill executions fails before it runs (seeded per task,
+    :class:`~saycan_ros.planning.faults.FaultInjectingExecutor`), to measure recovery.
     Each outcome records the language model's work
     (forward passes, scored and generated tokens, seconds) spent on its task."""
     from saycan_ros.stack import WORLDS, make_world
@@ -164,7 +168,10 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
                                       disable=not progress)):
         here = make_world(world, kitchen, task.init, seed=seed + index, **(world_options or {}))
         affordance.world = here
-        planner = Planner(skills, plan_strategy, WorldExecutor(here, skills),
+        executor = WorldExecutor(here, skills)
+        if fault_rate:
+            executor = FaultInjectingExecutor(executor, fault_rate, seed=seed + index)
+        planner = Planner(skills, plan_strategy, executor,
                           max_steps=max_steps, observe=lambda: observation_of(here),
                           max_failures=max_failures,
                           describe=lambda: scene_of(kitchen, here.snapshot()))

@@ -27,6 +27,7 @@ class EvalJob:
     seed: int = 0
     world_options: dict = field(default_factory=dict)
     max_failures: int = 0
+    fault_rate: float = 0.0
 
 
 def strategy_resources(vocabulary, scorer, seed: int):
@@ -52,7 +53,7 @@ def _evaluate(job: EvalJob, tasks, vocabulary, scorer, resources, on_task=None,
                     world_options=job.world_options, resources=resources,
                     strategy=job.strategy, model_name=job.model, max_steps=job.max_steps,
                     world=job.world, seed=job.seed, on_task=on_task, progress=progress,
-                    max_failures=job.max_failures)
+                    max_failures=job.max_failures, fault_rate=job.fault_rate)
 
 
 #: The model a worker process holds: (model name, vocabulary, scorer, resources).

@@ -29,11 +29,13 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from saycan_ros.action import FollowInstruction
-from saycan_ros.msg import PlanStatus, SkillScores
+from saycan_ros.msg import PlanResult, PlanStatus, SkillScores
+from saycan_ros.ros.nodes.conversions import plan_result_dict
 from saycan_ros.ros.nodes.common import (AFFORDANCE_SERVICE, CANCEL_SERVICE, EXECUTE_SERVICE,
-                                     FOLLOW_ACTION, INSTRUCTION_TOPIC, LATCHED_QOS, LLM_SERVICE, RESET_SERVICE,
-                                     RESULT_TOPIC, SKILL_SCORES_TOPIC, STATE_SERVICE,
-                                     STATUS_TOPIC, call_service)
+                                         FOLLOW_ACTION, INSTRUCTION_TOPIC, LATCHED_QOS,
+                                         LLM_SERVICE, RESET_SERVICE, RESULT_TOPIC,
+                                         SKILL_SCORES_TOPIC, STATE_SERVICE, STATUS_TOPIC,
+                                         call_service)
 from saycan_ros.srv import GetWorldState, ResetWorld
 
 TERMINAL_STATES = ("succeeded", "failed", "cancelled")
@@ -55,7 +57,7 @@ class SayCanCommander(Node):
                                  callback_group=group)
         self.create_subscription(PlanStatus, STATUS_TOPIC, self._status, LATCHED_QOS,
                                  callback_group=group)
-        self.create_subscription(String, RESULT_TOPIC, self._result, LATCHED_QOS,
+        self.create_subscription(PlanResult, RESULT_TOPIC, self._result, LATCHED_QOS,
                                  callback_group=group)
         self.reset_client = self.create_client(ResetWorld, RESET_SERVICE, callback_group=group)
         self.state_client = self.create_client(GetWorldState, STATE_SERVICE, callback_group=group)
@@ -230,12 +232,8 @@ class SayCanCommander(Node):
         if ours and self.on_status:
             self.on_status(msg)
 
-    def _result(self, msg: String) -> None:
-        try:
-            data = json.loads(msg.data)
-        except json.JSONDecodeError:
-            self.get_logger().warning("ignoring a result that is not JSON")
-            return
+    def _result(self, msg: PlanResult) -> None:
+        data = plan_result_dict(msg)
         with self._lock:
             if self._ours(data.get("instruction", "")) and self._started:
                 if self._goal_handle is not None:   # an action goal: its result completes it

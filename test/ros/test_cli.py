@@ -132,6 +132,8 @@ def test_the_public_task_file_is_found_by_name(tmp_path):
     (["run", "Bring me a coke.", "--goal", "at(coke, moon)"], "--goal: goal 'at(coke, moon)'"),
     (["eval", "--families", "nonexistent"], "--families nonexistent: not in tasks.yaml"),
     (["eval", "--tasks", "latin1.yaml"], "latin1.yaml: not UTF-8 text (byte 0xe9 at offset"),
+    (["eval", "--fault-rate", "1.5"], "--fault-rate: fault rate must be in [0, 1], got 1.5"),
+    (["eval", "--fault-rate", "nan"], "--fault-rate: fault rate must be in [0, 1], got nan"),
 ])
 def test_bad_input_is_one_line_before_any_model_loads(tmp_path, argv, reason):
     (tmp_path / "latin1.yaml").write_bytes(

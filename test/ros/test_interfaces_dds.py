@@ -221,3 +221,30 @@ def test_skill_score_service_and_topics_between_processes(tmp_path):
             node.destroy_node()
         if context.ok():
             rclpy.shutdown(context=context)
+
+
+
+def test_plan_result_message_carries_what_to_dict_says():
+    """saycan/result is typed (PlanResult with PlanStep[]); read back it is the core's dict."""
+    import numpy as np
+    from builtin_interfaces.msg import Time
+
+    from saycan_ros.msg import PlanResult as PlanResultMsg
+    from saycan_ros.planning.planner import PlanResult, StepRecord
+    from saycan_ros.ros.nodes.conversions import plan_result_dict, plan_result_to_msg
+    skills = [f"skill {i}" for i in range(7)]
+    llm = np.linspace(0.05, 0.3, 7)
+    steps = [StepRecord(1, skills, llm, np.ones(7), llm, "skill 6", True, "ok", 0.5),
+             StepRecord(2, skills, llm[::-1], np.ones(7), llm[::-1], "skill 0", False,
+                        "it slipped", 0.25, note="why")]
+    result = PlanResult("Bring me a coke.", "saycan", "failed", "'skill 0' failed", steps)
+    msg = plan_result_to_msg(result, Time(sec=1, nanosec=2))
+    assert msg.state == PlanResultMsg.STATE_FAILED and len(msg.steps) == 2
+    assert list(msg.steps[0].top_skills) == ["skill 6", "skill 5", "skill 4", "skill 3", "skill 2"]
+    back, expected = plan_result_dict(msg), result.to_dict()
+    assert back["plan"] == expected["plan"] == ["skill 6"]
+    assert back["steps"][1]["note"] == "why" and "note" not in back["steps"][0]
+    for got, want in zip(back["steps"], expected["steps"]):
+        assert got.keys() == want.keys()
+        assert [t["skill"] for t in got["top"]] == [t["skill"] for t in want["top"]]
+        assert [t["llm"] for t in got["top"]] == pytest.approx([t["llm"] for t in want["top"]])

@@ -120,6 +120,23 @@ def test_the_action_gives_feedback_per_step_and_a_typed_result(graph):
     assert graph.getFeedback() is graph.feedback[-1]
 
 
+def test_each_step_is_drawn_above_the_robot_for_rviz(graph):
+    from visualization_msgs.msg import MarkerArray
+    texts = []
+    sub = graph.create_subscription(MarkerArray, "/saycan/skill_markers",
+                                    lambda m: texts.append(m.markers[0].text), 10)
+    try:
+        accepted, result = follow(graph, "Pick up the apple.")
+        deadline = time.monotonic() + 5
+        while len(texts) < len(result["steps"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        graph.destroy_subscription(sub)
+    assert len(texts) == len(result["steps"]) == 3
+    assert texts[0].splitlines()[:2] == ["Pick up the apple.", "step 1: find an apple"]
+    assert "find an apple" in texts[0].splitlines()[2]          # the best skill, with its scores
+
+
 @pytest.mark.parametrize("text, goal, reason", [
     ("", {}, "instruction is empty"),
     ("Bring me a coke.", {"strategy": "generative"}, "not served by the planner node"),
@@ -187,6 +204,26 @@ def test_execute_refuses_an_unknown_skill(graph):
     assert graph.world_state() == before
 
 
+def test_the_executor_injects_faults_when_asked_and_refuses_a_bad_rate(ros, graph):
+    prefix = "/faulty"
+    node = SkillExecutorNode(cli_args=remapped(prefix, "/saycan/execute", "/saycan/world/reset",
+                                               "/saycan/world/state", "/saycan/world_state"),
+                             parameter_overrides=[Parameter("fault_rate", value=1.0)])
+    ros.add_node(node)
+    try:
+        client = graph.create_client(ExecuteSkill, prefix + "/saycan/execute")
+        before = node.world.snapshot()
+        response = call_service(graph, client, ExecuteSkill.Request(skill="find an apple"), 10,
+                                "execute")
+        assert not response.success and "injected fault" in response.message
+        assert node.world.snapshot() == before and node.faults.injected == 1
+    finally:
+        ros.remove_node(node)
+        node.destroy_node()
+    with pytest.raises(ValueError, match="fault rate must be in"):
+        SkillExecutorNode(parameter_overrides=[Parameter("fault_rate", value=1.5)])
+
+
 def test_score_services_answer_bad_requests_with_messages(graph):
     llm = graph.create_client(SkillScore, "/saycan/llm/score")
     aff = graph.create_client(SkillScore, "/saycan/affordance/score")
@@ -249,7 +286,7 @@ def test_planner_reports_broken_sources_and_executes_nothing(ros, vocabulary, te
     names = ("/saycan/instruction", "/saycan/status", "/saycan/result", "/saycan/skill_scores",
              "/saycan/llm/score", "/saycan/affordance/score", "/saycan/execute",
              "/saycan/world/reset", "/saycan/world/state", "/saycan/world_state",
-             "/saycan/cancel")
+             "/saycan/cancel", "/saycan/follow_instruction")
     args = remapped(prefix, *names)
     nodes = [PlannerNode(cli_args=args, parameter_overrides=[
                  Parameter("score_timeout_s", value=3.0)]),

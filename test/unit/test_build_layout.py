@@ -410,6 +410,26 @@ def test_tests_are_split_into_unit_and_ros():
             if not over_dds(p) and p.name not in through_the_cli] == []
 
 
+def test_rviz_config_shows_topics_the_graph_publishes():
+    """config/saycan.rviz (installed with config/) parses, and every topic it displays is one a
+    node of the graph publishes (no display left waiting on a topic that does not exist)."""
+    import yaml
+    config = yaml.safe_load((ROOT / "config" / "saycan.rviz").read_text(encoding="utf-8"))
+    displays = config["Visualization Manager"]["Displays"]
+    topics = {d["Topic"]["Value"] for d in displays if "Topic" in d}
+    assert {"/map", "/saycan/sim/markers", "/saycan/skill_markers",
+            "/camera/image_raw"} <= topics
+    assert config["Visualization Manager"]["Global Options"]["Fixed Frame"] == "map"
+    published = set()
+    for path in (ROOT / PKG / "ros").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        published.update(re.findall(r'create_publisher\(\s*\w+,\s*"([^"]+)"', text))
+        published.update(f"saycan/{name}" for name in re.findall(
+            r'^\w+_TOPIC = "saycan/([^"]+)"', text, re.M))
+    assert {t.lstrip("/") for t in topics} <= {t.lstrip("/") for t in published}, \
+        sorted(topics)
+
+
 def test_the_layer_test_sees_an_upward_import(tmp_path):
     """The contract test can fail: a core module importing the planner is caught."""
     fake = tmp_path / "fake.py"

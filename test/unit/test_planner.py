@@ -225,3 +225,46 @@ def test_failed_skill_is_retried_within_the_failure_budget(vocabulary):
         assert result.state == state, (budget, result.message)
         assert [s.success for s in result.steps][:2] == [True, False]
     assert result.plan == script
+
+
+# -- injected faults (issue 23) ---------------------------------------------------------------
+def test_injected_faults_fail_before_the_skill_runs_and_are_seeded(vocabulary):
+    from saycan_ros.planning.faults import FaultInjectingExecutor
+    world = SymbolicWorld(vocabulary.kitchen)
+    always = FaultInjectingExecutor(WorldExecutor(world, vocabulary.skills), rate=1.0)
+    before = world.snapshot()
+    outcome = always.execute("find a sponge")
+    assert not outcome.success and "injected fault" in outcome.message
+    assert world.snapshot() == before and always.injected == 1          # nothing happened
+    never = FaultInjectingExecutor(WorldExecutor(world, vocabulary.skills), rate=0.0)
+    assert never.execute("find a sponge").success and never.injected == 0
+
+    def pattern(seed):
+        inner = WorldExecutor(SymbolicWorld(vocabulary.kitchen), vocabulary.skills)
+        faulty = FaultInjectingExecutor(inner, rate=0.3, seed=seed)
+        return [faulty.execute("go to the table").success for _ in range(200)]
+    assert pattern(4) == pattern(4) != pattern(5)
+    assert 40 <= pattern(4).count(False) <= 80                          # about 30% of 200
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan"), "often", None])
+def test_fault_rate_is_checked(bad):
+    from saycan_ros.planning.faults import check_fault_rate
+    with pytest.raises(ValueError, match="fault rate must be"):
+        check_fault_rate(bad)
+
+
+def test_a_plan_recovers_from_injected_faults_by_choosing_again(vocabulary, test_scorer):
+    """With 30% of executions failing and the failures tolerated, the real model re-chooses
+    after each fault (the world is unchanged) and the plan still reaches its goal."""
+    tasks = parse_tasks({"instructions": [
+        {"id": "f1", "family": "nl_single", "text": "Pick up the apple.",
+         "goal": "holding(apple)"}]}, vocabulary.kitchen)
+    report = evaluate(tasks, kitchen=vocabulary.kitchen, skills=vocabulary.skills,
+                      language_scorer=test_scorer, affordance_scorer=load_affordance(None),
+                      max_steps=12, max_failures=12, fault_rate=0.3, seed=3, progress=False)
+    outcome = report.outcomes[0]
+    failed = [s for s in outcome.result.steps if not s.success]
+    assert failed and all("injected fault" in s.message for s in failed)   # faults happened
+    assert outcome.result.plan == ["find an apple", "pick up the apple", "done"]
+    assert outcome.execution_success

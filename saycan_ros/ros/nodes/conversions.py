@@ -5,10 +5,12 @@ import math
 
 import numpy as np
 from geometry_msgs.msg import Pose, Twist, TwistStamped
+from visualization_msgs.msg import Marker, MarkerArray
 
 from saycan_ros.core.kitchen import GRIPPER
-from saycan_ros.msg import SkillScores, WorldState
-from saycan_ros.planning.planner import StepRecord
+from saycan_ros.msg import PlanResult as PlanResultMsg
+from saycan_ros.msg import PlanStep, SkillScores, WorldState
+from saycan_ros.planning.planner import PlanResult, StepRecord
 from saycan_ros.core.world import WorldSnapshot
 
 
@@ -78,6 +80,56 @@ def record_to_msg(record: StepRecord, instruction: str, strategy: str, stamp) ->
     msg.selected = record.selected
     msg.strategy = strategy
     return msg
+
+
+def score_markers(record: StepRecord, instruction: str, stamp, frame_id: str = "base_link",
+                  top_k: int = 3) -> MarkerArray:
+    """RViz text beside the robot: the instruction, this step's choice and its best skills
+    with their LLM, affordance and combined scores (``saycan/skill_markers``)."""
+    lines = [instruction[:60], f"step {record.step}: {record.selected}"]
+    lines += [f"{combined:.3f} = {llm:.2f} x {afford:.2f}  {skill}"
+              for skill, llm, afford, combined in record.top(top_k)]
+    marker = Marker(ns="saycan_scores", id=0, type=Marker.TEXT_VIEW_FACING, action=Marker.ADD,
+                    text="\n".join(lines))
+    marker.header.stamp = stamp
+    marker.header.frame_id = frame_id
+    marker.pose.position.z = 1.9          # above the robot's head
+    marker.pose.orientation.w = 1.0
+    marker.scale.z = 0.12                 # text height, m
+    marker.color.r = marker.color.g = marker.color.b = marker.color.a = 1.0
+    return MarkerArray(markers=[marker])
+
+
+def plan_result_to_msg(result: PlanResult, stamp, top_k: int = 5) -> PlanResultMsg:
+    """The whole plan as the typed message of ``saycan/result``."""
+    msg = PlanResultMsg(instruction=result.instruction, strategy=result.strategy,
+                        state=result.state, message=result.message, plan=list(result.plan))
+    msg.header.stamp = stamp
+    for record in result.steps:
+        top = record.top(top_k)
+        msg.steps.append(PlanStep(
+            step=int(record.step), selected=record.selected, success=bool(record.success),
+            message=record.message, seconds=float(record.seconds),
+            top_skills=[t[0] for t in top], top_llm=[t[1] for t in top],
+            top_affordance=[t[2] for t in top], top_combined=[t[3] for t in top],
+            note=record.note))
+    return msg
+
+
+def plan_result_dict(msg: PlanResultMsg) -> dict:
+    """A ``saycan/result`` message as the dict of :meth:`PlanResult.to_dict` (JSON-able)."""
+    steps = []
+    for s in msg.steps:
+        step = {"step": int(s.step), "selected": s.selected, "success": bool(s.success),
+                "message": s.message, "seconds": round(float(s.seconds), 4),
+                "top": [{"skill": k, "llm": float(l), "affordance": float(a), "combined": float(c)}
+                        for k, l, a, c in zip(s.top_skills, s.top_llm, s.top_affordance,
+                                              s.top_combined)]}
+        if s.note:
+            step["note"] = s.note
+        steps.append(step)
+    return {"instruction": msg.instruction, "strategy": msg.strategy, "state": msg.state,
+            "message": msg.message, "plan": list(msg.plan), "steps": steps}
 
 
 def image_to_rgb(msg) -> np.ndarray | None:

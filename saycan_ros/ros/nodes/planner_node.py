@@ -9,8 +9,8 @@ choose, calls ``saycan/execute`` (ExecuteSkill), and repeats until ``done``, a f
 ``max_steps`` or a cancel (the action's, or ``saycan/cancel``).
 
 Publishes ``/saycan/skill_scores`` (SkillScores, every step), ``/saycan/status`` (PlanStatus,
-latched, on every change) and ``/saycan/result`` (std_msgs/String, latched JSON of the whole
-plan with every step's scores). An instruction or goal that arrives while a plan runs is rejected
+latched, on every change) and ``/saycan/result`` (PlanResult, latched: the whole plan with
+every step's top scores). An instruction or goal that arrives while a plan runs is rejected
 with a ``rejected`` status (it is not queued: a robot should not start a stale request later).
 """
 from __future__ import annotations
@@ -23,16 +23,19 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import String
+from visualization_msgs.msg import MarkerArray
 from std_srvs.srv import Trigger
 
 from saycan_ros.action import FollowInstruction
+from saycan_ros.msg import PlanResult as PlanResultMsg
 from saycan_ros.msg import PlanStatus, SkillScores, WorldState
 from saycan_ros.ros.nodes.common import (AFFORDANCE_SERVICE, CANCEL_SERVICE, EXECUTE_SERVICE,
-                                     FOLLOW_ACTION, INSTRUCTION_TOPIC, LATCHED_QOS, LLM_SERVICE, RESULT_TOPIC,
-                                     SKILL_SCORES_TOPIC, STATE_SERVICE, STATUS_TOPIC,
-                                     ServiceCallError,
-                                     call_service, declare_parameters, spin_node)
-from saycan_ros.ros.nodes.conversions import record_to_msg
+                                         FOLLOW_ACTION, INSTRUCTION_TOPIC, LATCHED_QOS,
+                                         LLM_SERVICE, RESULT_TOPIC, SKILL_MARKERS_TOPIC,
+                                         SKILL_SCORES_TOPIC, STATE_SERVICE, STATUS_TOPIC,
+                                         ServiceCallError, call_service, declare_parameters,
+                                         spin_node)
+from saycan_ros.ros.nodes.conversions import plan_result_to_msg, record_to_msg, score_markers
 from saycan_ros.planning.planner import ExecutionResult, Planner, PlannerError, PlanResult, StepRecord
 from saycan_ros.strategies.registry import make_strategy, node_strategy_names
 from saycan_ros.core.kitchen import GRIPPER, load_kitchen
@@ -133,8 +136,9 @@ class PlannerNode(Node):
         self.state_client = self.create_client(GetWorldState, STATE_SERVICE,
                                                callback_group=clients)
         self.scores_pub = self.create_publisher(SkillScores, SKILL_SCORES_TOPIC, 10)
+        self.markers_pub = self.create_publisher(MarkerArray, SKILL_MARKERS_TOPIC, 10)
         self.status_pub = self.create_publisher(PlanStatus, STATUS_TOPIC, LATCHED_QOS)
-        self.result_pub = self.create_publisher(String, RESULT_TOPIC, LATCHED_QOS)
+        self.result_pub = self.create_publisher(PlanResultMsg, RESULT_TOPIC, LATCHED_QOS)
         self.create_subscription(String, INSTRUCTION_TOPIC, self.on_instruction, 10)
         self.create_service(Trigger, CANCEL_SERVICE, self.on_cancel)
         self.action_server = ActionServer(
@@ -320,8 +324,9 @@ class PlannerNode(Node):
                            if at != GRIPPER})
 
     def _on_decision(self, instruction: str, record: StepRecord) -> None:
-        self.scores_pub.publish(record_to_msg(record, instruction, self._strategy,
-                                              self.get_clock().now().to_msg()))
+        now = self.get_clock().now().to_msg()
+        self.scores_pub.publish(record_to_msg(record, instruction, self._strategy, now))
+        self.markers_pub.publish(score_markers(record, instruction, now))
         message = f"step {record.step}: executing {record.selected!r}"
         self._publish_status(PlanStatus.STATE_EXECUTING, instruction, record.step, message,
                              self._plan)
@@ -348,7 +353,7 @@ class PlannerNode(Node):
             message=message))
 
     def _finish(self, result: PlanResult) -> None:
-        self.result_pub.publish(String(data=json.dumps(result.to_dict())))
+        self.result_pub.publish(plan_result_to_msg(result, self.get_clock().now().to_msg()))
         self._publish_status(_node_state(result), result.instruction, len(result.steps),
                              result.message, result.plan)
 

@@ -23,6 +23,8 @@ from saycan_ros.ros.nodes.conversions import snapshot_to_msg
 from saycan_ros.core.skills import UnknownSkillError, load_skills
 from saycan_ros.srv import ExecuteSkill, GetWorldState, ResetWorld
 from saycan_ros.core.tasks import TaskError, TaskInit
+from saycan_ros.core.world import SkillOutcome
+from saycan_ros.planning.faults import FaultDice, fault_message
 from saycan_ros.stack import make_world
 
 DEFAULTS = {
@@ -31,6 +33,8 @@ DEFAULTS = {
     "frame_id": "map",
     "world": "symbolic",           # symbolic | sim
     "seed": 0,                     # sim: layout and noise
+    "fault_rate": 0.0,             # fail this share of executions before they run (fault tests)
+    "fault_seed": 0,
 }
 
 
@@ -52,6 +56,7 @@ class SkillExecutorNode(Node):
         self.kitchen = load_kitchen(self.params["kitchen_file"] or None)
         self.skills = load_skills(self.kitchen, self.params["skills_file"] or None)
         self.world = make_world(self.params["world"], self.kitchen, seed=self.params["seed"])
+        self.faults = FaultDice(self.params["fault_rate"], self.params["fault_seed"])
         self._lock = threading.Lock()  # one skill or reset at a time
         self.state_pub = self.create_publisher(WorldState, WORLD_STATE_TOPIC, LATCHED_QOS)
         self.create_service(ExecuteSkill, EXECUTE_SERVICE, self.on_execute)
@@ -79,7 +84,10 @@ class SkillExecutorNode(Node):
             self.get_logger().warning(response.message)
             return response
         with self._lock:
-            outcome = self.world.execute(skill)
+            if self.faults.strike():       # the world is left as it was
+                outcome = SkillOutcome(False, fault_message(skill.text))
+            else:
+                outcome = self.world.execute(skill)
             response.state_revision = int(self.world.revision)
             self.publish_state()
         response.success, response.message = bool(outcome.success), outcome.message
