@@ -33,7 +33,7 @@ demo: export ROS_DOMAIN_ID := 57
 test: export ROS_DOMAIN_ID := 58
 bench: export ROS_DOMAIN_ID := 59
 
-.PHONY: help venv demo test bench clean distclean
+.PHONY: help venv demo test bench clean distclean speech-tools
 
 help:
 	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
@@ -61,8 +61,15 @@ demo: venv
 	$(VENV)/bin/saycan run "$(DEMO_INSTRUCTION)"
 
 # -P: the source tree is not put on sys.path ahead of the installed package
-test: venv
+test: venv speech-tools
 	$(VPY) -P -m pytest $(TESTS) -q
+
+# espeak-ng makes the spoken test audio of the voice path (a Debian package, not on PyPI):
+# installed when missing and apt-get can (root); otherwise those tests say they were skipped.
+speech-tools:
+	@command -v espeak-ng >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  { apt-get install -y -q espeak-ng >/dev/null 2>&1 || { apt-get update -q >/dev/null && apt-get install -y -q espeak-ng >/dev/null; }; }; } || \
+	  echo "espeak-ng not installed (apt-get install espeak-ng): the voice tests will be skipped" >&2
 
 bench: venv
 	mkdir -p $(BENCH_DIR)

@@ -37,3 +37,22 @@ def test_scorer(vocabulary):
     from saycan_ros.stack import TEST_MODEL, make_language_scorer
     return make_language_scorer({"backend": "transformers", "model": TEST_MODEL},
                                 vocabulary.prompt)
+
+
+@pytest.fixture(scope="session")
+def speech():
+    """espeak-ng's speech as 16 kHz clips (saycan_ros.speech.synth.speak). Skipped where
+    espeak-ng is missing, except under SAYCAN_REQUIRE_SPEECH=1 (CI), where that fails."""
+    from saycan_ros.speech.synth import have_espeak, speak
+    if not have_espeak():
+        if os.environ.get("SAYCAN_REQUIRE_SPEECH") == "1":
+            pytest.fail("espeak-ng is missing but SAYCAN_REQUIRE_SPEECH=1 (make test installs it)")
+        pytest.skip("espeak-ng is not installed (apt-get install espeak-ng)")
+    return speak
+
+
+@pytest.fixture(scope="session")
+def whisper(kitchen):
+    """The shipped recogniser as the speech node makes it (Whisper base, kitchen prompt)."""
+    from saycan_ros.speech.recognisers import kitchen_prompt, make_recogniser
+    return make_recogniser("whisper", threads=2, prompt=kitchen_prompt(kitchen))

@@ -1,6 +1,10 @@
-"""``saycan bench scoring|sim``: the benchmarks, reported as ratios measured side by side in
-one run (packed vs naive scoring; simulator steps with and without the camera)."""
+"""``saycan bench scoring|sim|speech|chaos``: the benchmarks, reported as ratios measured side by
+side in one run (packed vs naive scoring; simulator steps with and without the camera; the speech
+recognisers on the same spoken instructions), and the fault suite over the node graph
+(:mod:`saycan_ros.ros.chaos`; exit status 1 when any part finds a problem)."""
 from __future__ import annotations
+
+import sys
 
 from saycan_ros.cli.common import write_json
 
@@ -31,6 +35,34 @@ def cmd_bench(args) -> int:
             write_json(args.json, result)
         print(format_scoring_result(result))
         return 0
+    if args.what == "speech":
+        from saycan_ros.core.kitchen import load_kitchen
+        from saycan_ros.evaluation.bench_speech import format_speech_result, run_speech_bench
+        from saycan_ros.speech.recognisers import kitchen_prompt, make_recogniser
+        prompt = kitchen_prompt(load_kitchen())
+        result = run_speech_bench({
+            "whisper": lambda: make_recogniser("whisper", threads=2, prompt=prompt),
+            "whisper-noprompt": lambda: make_recogniser("whisper", threads=2),
+            "pocketsphinx": lambda: make_recogniser("pocketsphinx")})
+        if args.json:
+            write_json(args.json, result)
+        print(format_speech_result(result))
+        return 0
+    if args.what == "chaos":
+        from saycan_ros.ros.chaos import PARTS, run_chaos
+        parts = [p.strip() for p in args.parts.split(",") if p.strip()] if args.parts else PARTS
+        unknown = sorted(set(parts) - set(PARTS))
+        if unknown:
+            print(f"saycan bench chaos: unknown part(s) {', '.join(unknown)}; the parts: "
+                  f"{', '.join(PARTS)}", file=sys.stderr)
+            return 2
+        result = run_chaos(parts, seed=args.seed, instructions=args.instructions,
+                           load=args.load, repeats=args.repeats_cancel)
+        if args.json:
+            write_json(args.json, result)
+        parts_ok = all(not (p["crashed"] or p["hung"] or p["wrong"] or p["lost"])
+                       for p in result["parts"])
+        return 0 if parts_ok else 1
     if args.what == "sim":
         from saycan_ros.sim.bench import format_sim_result, run_sim_bench
         result = run_sim_bench(steps=args.steps, camera=not args.no_camera)
@@ -44,7 +76,7 @@ def cmd_bench(args) -> int:
 def register(sub) -> None:
     from saycan_ros.llm.config import DEFAULT_MODEL, LLMConfig
     bench = sub.add_parser("bench", help="benchmarks (ratios measured side by side)")
-    bench.add_argument("what", choices=["scoring", "sim"])
+    bench.add_argument("what", choices=["scoring", "sim", "speech", "chaos"])
     bench.add_argument("--model", default=DEFAULT_MODEL)
     bench.add_argument("--adapter", default=LLMConfig().adapter,
                        help="scoring: the planner adapter's prompt and weights (auto, the "
@@ -53,4 +85,11 @@ def register(sub) -> None:
     bench.add_argument("--steps", type=int, default=5000)
     bench.add_argument("--no-camera", action="store_true")
     bench.add_argument("--json")
+    chaos = bench.add_argument_group("chaos (the node graph in processes, loopback only)")
+    chaos.add_argument("--parts", default="",
+                       help="comma-separated: instructions,services,faults,injected,cancel,load")
+    chaos.add_argument("--instructions", type=int, default=1000, help="fuzzed instructions")
+    chaos.add_argument("--load", type=int, default=200, help="instructions back to back")
+    chaos.add_argument("--repeats-cancel", type=int, default=20, help="cancels of each kind")
+    chaos.add_argument("--seed", type=int, default=0)
     bench.set_defaults(func=cmd_bench)

@@ -1,7 +1,8 @@
 """Skill success on random starts in the simulator: ``saycan eval-skill navigate|place``.
 
 The evaluations run the same controllers as the ``navigate_skill`` and ``place_skill`` nodes
-(:class:`saycan_ros.skills.navigation.Navigator`, :class:`saycan_ros.skills.place.controller.PlaceController`) on the
+(:class:`saycan_ros.skills.navigation.Navigator`,
+:class:`saycan_ros.skills.place.controller.PlaceController`) on the
 simulator core (no ROS), closing the loop at the nodes' control rate on what the nodes see
 (odometry pose, laser scan, occupancy grid, joint positions) and judging success on the
 simulator's ground truth.

@@ -18,8 +18,8 @@ class DemoConfig:
     noise: tuple[float, float] = (0.0, 0.25)
     distractors: tuple[int, int] = (1, 6)  # other objects at the location (task scenes: up to 6)
     undershoot: float = 0.0              # the expert aims its descent this far below the grasp
-                                         # height (it closes within 1 cm above it): a margin
-                                         # for the policy's imprecise last descent steps
+    # height (it closes within 1 cm above it): a margin
+    # for the policy's imprecise last descent steps
 
 
 @dataclass(frozen=True)
@@ -37,9 +37,9 @@ class DaggerConfig:
 class BCTrainConfig(TrainConfig):
     aux_weight: float = 1.0           # auxiliary loss (target offset, privileged sim state)
     oversample: dict = field(default_factory=dict)   # shape kind -> sampling weight of its
-                                      # objects' frames (e.g. {sphere: 2.5}); others weigh 1
+    # objects' frames (e.g. {sphere: 2.5}); others weigh 1
     grasp_weight: float = 1.0         # sampling weight of the frames where the grasp is decided
-                                      # (fingers at grasp height, hand open, nothing held)
+    # (fingers at grasp height, hand open, nothing held)
     eval_episodes_per_object: int = 4  # quick success check at the end (seeds of the training range)
 
 

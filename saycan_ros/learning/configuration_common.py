@@ -15,7 +15,7 @@ class FiLMNetConfig:
     """A small ResNet-style CNN with FiLM conditioning (BC-Z), ending in spatial-softmax
     keypoints (from the stage before last) and a global average pool (last stage)."""
     image_size: int = HEAD_CAMERA_SIZE  # input side in pixels (the head camera's); images
-                                      # of another size are resized to it at run time
+    # of another size are resized to it at run time
     channels: tuple[int, ...] = (16, 32, 64)
     blocks_per_stage: tuple[int, ...] = (0, 1, 1)   # FiLM residual blocks per stage
     keypoints: int = 32
@@ -25,29 +25,29 @@ class FiLMNetConfig:
     hidden: int = 256
     groups: int = 4                   # GroupNorm groups
     flatten: int = 0                  # >0: also a linear map of the last stage, reduced to this
-                                      # many channels and flattened (position-aware features)
+    # many channels and flattened (position-aware features)
     coord_conv: bool = True           # two pixel-coordinate channels appended to the image
     match_score: bool = False         # also output, per text-queried map: its max and
-                                      # log-mean-exp (is the named object in view?), the
-                                      # attended features (what is there) and its spread
+    # log-mean-exp (is the named object in view?), the
+    # attended features (what is there) and its spread
     text_queries: int = 1             # keypoints whose heat map is queried by the text
     supervised_keypoints: int = 2     # the first keypoints learn the target's and the
-                                      # gripper's pixel (auxiliary, training only); 0 = none
+    # gripper's pixel (auxiliary, training only); 0 = none
     aux_dim: int = 3                  # auxiliary head: target offset from the gripper (0 = none)
     fine_keypoints: int = 0           # >0: the text-queried maps at twice the resolution: the
-                                      # coarse map upsampled plus a correction from this many
-                                      # channels of the stage before (1 px of error is 1.2-1.8 cm
-                                      # on the table; the 4-px cells of the coarse map were too coarse)
+    # coarse map upsampled plus a correction from this many
+    # channels of the stage before (1 px of error is 1.2-1.8 cm
+    # on the table; the 4-px cells of the coarse map were too coarse)
     ee_view: int = 0                  # >0: a second input, the end-effector view (a crop of the
-                                      # head camera around the fingertips, this many px square,
-                                      # sim/camera.EEViewCamera), through its own encoder of the
-                                      # same kind; its first keypoint learns the target's pixel
+    # head camera around the fingertips, this many px square,
+    # sim/camera.EEViewCamera), through its own encoder of the
+    # same kind; its first keypoint learns the target's pixel
     ee_view_zoom: float = 2.0         # its pixels per head-camera pixel
     ee_camera: str = "crop"           # the view's camera: "crop" of the head camera, or "wrist"
-                                      # (sim/camera.WristCamera, on the gripper; zoom unused)
+    # (sim/camera.WristCamera, on the gripper; zoom unused)
     start_frame: bool = False         # the head camera's frame at the skill's start is stacked
-                                      # with the current one (3 more input channels): where the
-                                      # target was before the arm came over it and hid it
+    # with the current one (3 more input channels): where the
+    # target was before the arm came over it and hid it
 
     def __post_init__(self):
         # Checked here, before any demonstrations are built (the network is made after them).
@@ -76,8 +76,8 @@ class TrainConfig:
     warmup: int = 200
     threads: int = 1                  # torch threads (1: best on a shared 2-core machine)
     precision: str = "fp32"           # "bf16": convolutions under bfloat16 autocast (weights,
-                                      # optimiser and keypoint softmax stay float32); "auto":
-                                      # bf16 where the CPU has it natively, else fp32
+    # optimiser and keypoint softmax stay float32); "auto":
+    # bf16 where the CPU has it natively, else fp32
 
     def __post_init__(self):
         for name in ("steps", "batch_size", "threads"):

@@ -36,7 +36,7 @@ class ValueTrainConfig(TrainConfig):
     steps: int = 4000
     init_from_policy: bool = True          # start the encoder from the BC policy's (transfer)
     freeze_encoder: bool = False           # keep that encoder fixed: cache its features once and
-                                           # train only the value head by TD (fast on a CPU)
+    # train only the value head by TD (fast on a CPU)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from saycan_ros.learning._config_util import fingerprint
 from saycan_ros.robot.cameras import EE_VIEW_ZOOM, HEAD_CAMERA_SIZE
 
 DATA_VERSION = 6                      # bump when rendering or the expert change (5: close rule;
-                                      # 6: the end-effector view black beyond the head frame)
+# 6: the end-effector view black beyond the head frame)
 MAX_STEPS = 50
 #: Other objects beside the target at its location (the task scenes hold up to 7 in all). One
 #: default for demonstrations, rollouts and evaluations: a start re-created with another range
@@ -328,7 +328,7 @@ def rollout(policy: PolicyFn, specs: Sequence[StartSpec], n_envs: int = 16, reco
     success = np.zeros(len(specs), bool)
     length = np.zeros(len(specs), np.int16)
     rec: dict[str, list] = {k: [] for k in ("images", "ee_images", "states", "skills", "actions",
-                                             "labels", "aux", "pix", "episode", "step")}
+                                            "labels", "aux", "pix", "episode", "step")}
     slots: list[dict | None] = [None] * n_envs
     queue = iter(range(len(specs)))
     bar = tqdm(total=len(specs), desc=desc, disable=not progress, unit="ep", mininterval=2)
@@ -380,7 +380,8 @@ def rollout(policy: PolicyFn, specs: Sequence[StartSpec], n_envs: int = 16, reco
     bar.close()
     steps = None
     if record:
-        steps = {"images": np.stack(rec["images"]) if rec["images"] else np.zeros((0, image_size, image_size, 3), np.uint8),
+        steps = {"images": np.stack(rec["images"]) if rec["images"]
+                 else np.zeros((0, image_size, image_size, 3), np.uint8),
                  "states": np.asarray(rec["states"], np.float32).reshape(-1, 5),
                  "skills": np.asarray(rec["skills"]),
                  "actions": np.asarray(rec["actions"], np.float32).reshape(-1, 5),
@@ -423,4 +424,3 @@ def expert_policy_rollout_check(n: int = 30, seed_base: int = 0) -> float:
                 break
         ok += bool(info["success"])
     return ok / max(1, (n // 15) * 15)
-

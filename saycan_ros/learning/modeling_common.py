@@ -305,7 +305,7 @@ class FiLMNet(nn.Module):
         self.encoder = FiLMEncoder(cfg)
         # The end-effector view: an encoder of the same kind, its own weights.
         self.ee_encoder = (FiLMEncoder(dataclasses.replace(cfg, image_size=cfg.ee_view, ee_view=0,
-                                                          start_frame=False))
+                                                           start_frame=False))
                            if cfg.ee_view else None)
         self.text_proj = nn.Linear(cfg.text_dim, cfg.text_proj)
         self.trunk_dim = (self.encoder.out_dim + cfg.state_dim + cfg.text_proj

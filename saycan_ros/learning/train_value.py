@@ -112,7 +112,7 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
     if cfg.train.precision != "fp32":
         # The value head trains on cached features of the frozen encoder: nothing to speed up.
         raise ConfigError(f"value.train.precision: only fp32 is supported, "
-                         f"got {cfg.train.precision!r}")
+                          f"got {cfg.train.precision!r}")
     out = resolve_model(out, DEFAULT_OUT)
     policy_path = resolve_model(policy or cfg.data.policy, "bc_pick.pt")
     tc, td = cfg.train, cfg.td
@@ -143,7 +143,7 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
     mc_target = (td.gamma ** (length - 1 - t_idx)) * reward       # the episode ends within n steps
     next_index = np.where(ahead, np.arange(len(ep)) + td.n_step, 0)
     first = np.flatnonzero(t_idx == 0)
-    texts = sorted(set(str(s) for s in train["step_skills"]))
+    texts = sorted({str(s) for s in train["step_skills"]})
     table = EmbeddingTable.for_texts(texts)
     text_index = {t: i for i, t in enumerate(texts)}
     text_matrix = torch.as_tensor(table(texts))

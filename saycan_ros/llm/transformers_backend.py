@@ -248,7 +248,6 @@ class TransformersBackend(LanguageBackend):
             return []
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-
     def _collect_eos_ids(self) -> set[int]:
         ids: set[int] = set()
         for v in (getattr(self.tokenizer, "eos_token_id", None),

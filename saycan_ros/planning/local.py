@@ -67,4 +67,3 @@ class WorldExecutor:
         outcome = self.world.execute(self.skills.get(skill))
         return ExecutionResult(outcome.success, outcome.message,
                                time.perf_counter() - started, self.world.revision)
-

@@ -135,6 +135,11 @@ class SayCanCommander(Node):
         self._begin(text)
         self.instruction_pub.publish(String(data=text))
 
+    def track_instruction(self, text: str) -> None:
+        """Follow the plan of ``text`` sent by someone else (the speech front end, rqt) by its
+        status and result, as if :meth:`send_instruction` had sent it."""
+        self._begin(text)
+
     def is_task_complete(self) -> bool:
         with self._lock:
             return self._result_data is not None

@@ -16,7 +16,7 @@ import numpy as np
 from saycan_ros.core.kitchen import GRIPPER
 from saycan_ros.robot.arm import MAST
 from saycan_ros.robot.cameras import (EE_CAMERAS, EE_VIEW_SIZE, EE_VIEW_ZOOM, HEAD_CAMERA_SIZE,
-                                     CameraMount, WristMount, base_from_optical, view_focal)
+                                      CameraMount, WristMount, base_from_optical, view_focal)
 from saycan_ros.sim.objects import SimObject
 from saycan_ros.sim.world import FINGER, KitchenWorld
 
@@ -38,7 +38,7 @@ _LEVELS = np.array([0.0, 0.35, 0.7, 1.0])   # lower body | label band | upper bo
 _FACES = ((0, 1), (1, 2), (2, 3), (3, 0))   # box side faces by corner pair (counter-clockwise)
 # The six faces (corner cycles) of a box given as 8 corners indexed 4a + 2b + c, one bit per axis.
 _BOX_FACES = tuple(np.array(f) for f in ((0, 1, 3, 2), (4, 5, 7, 6), (0, 1, 5, 4), (2, 3, 7, 6),
-                                        (0, 2, 6, 4), (1, 3, 7, 5)))
+                                         (0, 2, 6, 4), (1, 3, 7, 5)))
 
 
 class Camera:

@@ -231,4 +231,3 @@ class KitchenSkillEnv(gym.Env):
         if self.render_mode == "rgb_array":
             return self.camera.render().copy()
         return None
-

@@ -8,7 +8,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from saycan_ros.core.kitchen import GRIPPER, USER, load_kitchen
+from saycan_ros.core.kitchen import GRIPPER, USER
 from saycan_ros.sim.camera import FURNITURE_COLOURS, Camera
 from saycan_ros.sim.objects import SimObject
 from saycan_ros.sim.scan import LaserScanner

@@ -118,7 +118,8 @@ class LLMPlannerStrategy(Strategy):
             self.reset(ctx.instruction)
         query = DialoguePrompt.query(with_objects(ctx.instruction, self.seen), ctx.history)
         gen = self.resources.generator.generate(
-            self.prefix, query, max_new_tokens=self.max_new_tokens, stop=(self.terminate, "\nHuman:", "\nRobot:", "\n\n"),
+            self.prefix, query, max_new_tokens=self.max_new_tokens,
+            stop=(self.terminate, "\nHuman:", "\nRobot:", "\n\n"),
             num_samples=1, temperature=0.0)[0]
         self._counts["llm_calls"] += 1
         lines = parse_plan(gen.text, self.terminate)   # the text after "N.": the next step first

@@ -1,6 +1,7 @@
 """The end-effector view from a real head camera over DDS: the ee_view node crops a full-resolution
 frame as the simulator renders its view (the ROS-free crop: test/unit/test_ee_view.py), against a
-kitchen_sim subprocess that publishes a 384-px head camera and its own view; a pick_skill node whose view topic is silent fails the pick cleanly.
+kitchen_sim subprocess that publishes a 384-px head camera and its own view; a pick_skill node
+whose view topic is silent fails the pick cleanly.
 ROS_DOMAIN_ID 64 (``SAYCAN_EE_VIEW_TEST_DOMAIN_ID``), discovery on localhost only."""
 import os
 

@@ -223,7 +223,6 @@ def test_skill_score_service_and_topics_between_processes(tmp_path):
             rclpy.shutdown(context=context)
 
 
-
 def test_plan_result_message_carries_what_to_dict_says():
     """saycan/result is typed (PlanResult with PlanStep[]); read back it is the core's dict."""
     import numpy as np

@@ -232,6 +232,7 @@ def test_bad_commands_are_survived(sim):
     wrong_frame.twist.linear.z = 0.2
     nan_servo = TwistStamped()
     nan_servo.twist.linear.x = nan
+
     def trajectory(names, *points):
         return JointTrajectory(joint_names=names,
                                points=[JointTrajectoryPoint(positions=p) for p in points])

@@ -235,6 +235,15 @@ def test_score_services_answer_bad_requests_with_messages(graph):
          "scene: at most"),
         (llm, SkillScore.Request(instruction="x", skills=["done"], scene="Scene:\x1b[31m robot"),
          "printable"),
+        (llm, SkillScore.Request(instruction="x", skills=["launch the missiles"]),
+         "unknown skill"),
+        (llm, SkillScore.Request(instruction="x", skills=["done"], history=["rm -rf /"]),
+         "unknown skill"),
+        (llm, SkillScore.Request(instruction="x", skills=["done"], history=["done"] * 101),
+         "history steps"),
+        (aff, SkillScore.Request(instruction="x", skills=["done"] * 5000), "5000 candidates"),
+        (aff, SkillScore.Request(instruction="x", skills=["done"], history=["done"] * 101),
+         "history steps"),
         (aff, SkillScore.Request(instruction="x", skills=[]), "no candidate"),
         (aff, SkillScore.Request(instruction="x", skills=["fly to the moon"]), "unknown skill"),
         (aff, SkillScore.Request(instruction="x", skills=["done"], history=["dance"]),
@@ -339,3 +348,87 @@ def test_llm_scorer_parameters_are_the_llm_config():
     from saycan_ros.llm.config import LLMConfig
     from saycan_ros.ros.nodes.llm_scorer_node import DEFAULTS
     assert {f.name: f.default for f in dataclasses.fields(LLMConfig)}.items() <= DEFAULTS.items()
+
+
+def test_a_spoken_instruction_reaches_the_planner_and_runs(ros, graph, speech, whisper, tmp_path):
+    """espeak-ng's "bring me the sponge" as an AudioClip -> speech_to_text -> the planner plans
+    that text; a clip that cannot be used is answered on saycan/speech/status, nothing sent."""
+    from std_msgs.msg import String
+
+    from saycan_ros.msg import AudioClip
+    from saycan_ros.ros.nodes.speech_to_text_node import (AUDIO_TOPIC, FILE_TOPIC,
+                                                          SPEECH_STATUS_TOPIC, SpeechToTextNode)
+    node = SpeechToTextNode(recogniser=whisper)
+    probe = rclpy.create_node("speech_probe")
+    said, heard = [], []
+    probe.create_subscription(String, SPEECH_STATUS_TOPIC, lambda m: said.append(m.data), 10)
+    probe.create_subscription(String, "saycan/instruction", lambda m: heard.append(m.data), 10)
+    pub = probe.create_publisher(AudioClip, AUDIO_TOPIC, 5)
+    for n in (node, probe):
+        ros.add_node(n)
+    try:
+        deadline = time.monotonic() + 10
+        while pub.get_subscription_count() < 1 or probe.count_publishers("saycan/instruction") < 2:
+            assert time.monotonic() < deadline, "speech_to_text not connected"
+            time.sleep(0.05)
+        pub.publish(AudioClip(sample_rate=16000, channels=1, samples=[0] * 100))   # 6 ms
+        pcm = (speech("bring me the sponge") * 32767).astype(np.int16)
+        graph.track_instruction("Bring me the sponge.")
+        graph.reset_world()
+        pub.publish(AudioClip(sample_rate=16000, channels=1, samples=pcm.tolist()))
+        deadline = time.monotonic() + 120
+        while not graph.is_task_complete():
+            assert time.monotonic() < deadline, (said, heard)
+            time.sleep(0.05)
+        result = graph.get_result()
+        assert heard == ["Bring me the sponge."]
+        assert said[0].startswith("error: clip: clip of 0.01 s is too short"), said
+        assert said[1].startswith("heard: Bring me the sponge."), said
+        assert result["instruction"] == "Bring me the sponge." and result["plan"], result
+        assert graph.world_state()["objects"]["sponge"] == "user", result
+        # a WAV file named on saycan/speech/file
+        from saycan_ros.speech.synth import speak_to_wav
+        path = speak_to_wav("throw away the coke can", tmp_path / "coke.wav")
+        graph.track_instruction("Throw away the coke can.")
+        probe.create_publisher(String, FILE_TOPIC, 5).publish(String(data=str(path)))
+        deadline = time.monotonic() + 120
+        while not graph.is_task_complete():
+            assert time.monotonic() < deadline, (said, heard)
+            time.sleep(0.05)
+        assert heard[-1] == "Throw away the coke can.", heard
+        assert graph.world_state()["objects"]["coke can"] == "trash can", graph.get_result()
+    finally:
+        for n in (node, probe):
+            ros.remove_node(n)
+            n.destroy_node()
+
+
+def test_speech_to_text_refuses_bad_parameters_and_reports_a_missing_file(ros, whisper, tmp_path):
+    from std_msgs.msg import String
+
+    from saycan_ros.ros.nodes.speech_to_text_node import (SPEECH_STATUS_QOS, SPEECH_STATUS_TOPIC,
+                                                          SpeechToTextNode)
+    with pytest.raises(ValueError, match="recogniser must be one of"):
+        SpeechToTextNode(parameter_overrides=[Parameter("recogniser", value="siri")])
+    with pytest.raises(ValueError, match="threads and beam_size"):
+        SpeechToTextNode(recogniser=whisper, parameter_overrides=[Parameter("threads", value=0)])
+    probe = rclpy.create_node("speech_status_probe")
+    said = []
+    probe.create_subscription(String, SPEECH_STATUS_TOPIC, lambda m: said.append(m.data),
+                              SPEECH_STATUS_QOS)
+    ros.add_node(probe)
+    missing = str(tmp_path / "nothing.wav")
+    node = SpeechToTextNode(recogniser=whisper,
+                            parameter_overrides=[Parameter("audio_file", value=missing)])
+    ros.add_node(node)
+    try:
+        deadline = time.monotonic() + 10
+        while not said:
+            assert time.monotonic() < deadline, "no speech status"
+            time.sleep(0.05)
+        assert said == [f"error: file {missing!r}: no audio file {missing!r}"]
+        assert node.heard == []
+    finally:
+        for n in (node, probe):
+            ros.remove_node(n)
+            n.destroy_node()

@@ -60,7 +60,7 @@ class Graph(SimGraph):
         self.spin(self.pick, self.affordance)
         self.skills = load_skills(load_kitchen())
         self.router = RoutingExecutor(self.client, load_registry(None, self.skills),
-                                        timeout_s=ROUTER_MARGIN_S)
+                                      timeout_s=ROUTER_MARGIN_S)
         self.pick_client = self.client.create_client(ExecuteSkill, "/pick_skill")
         self.cancel_client = self.client.create_client(Trigger, "/pick_skill/cancel")
         self.score_client = self.client.create_client(SkillScore, AFFORDANCE_SERVICE)

@@ -64,7 +64,7 @@ class Graph(SimGraph):
         kitchen = load_kitchen()
         self.skills = load_skills(kitchen)
         self.router = RoutingExecutor(self.client, load_registry(None, self.skills),
-                                        timeout_s=ROUTER_MARGIN_S)
+                                      timeout_s=ROUTER_MARGIN_S)
         self.nav_client = self.client.create_client(ExecuteSkill, "/navigate_skill")
         self.cancel_client = self.client.create_client(Trigger, "/navigate_skill/cancel")
         self.odom = None

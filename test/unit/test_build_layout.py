@@ -28,6 +28,7 @@ EXECUTABLES = {
     "place_skill": "saycan_ros.ros.nodes.place_skill_node",
     "pick_skill": "saycan_ros.ros.nodes.pick_skill_node",
     "ee_view": "saycan_ros.ros.nodes.ee_view_node",
+    "speech_to_text": "saycan_ros.ros.nodes.speech_to_text_node",
 }
 
 
@@ -74,7 +75,8 @@ def test_package_xml(package):
 
 
 #: ROS packages needed at run time without being imported by name.
-RUNTIME_ONLY = {"rosidl_default_runtime", "action_msgs"}   # generated code; rclpy.action
+RUNTIME_ONLY = {"rosidl_default_runtime", "action_msgs",   # generated code; rclpy.action
+                "rviz2"}                                    # the launch files' rviz:=true
 OPTIONAL = {"nav2_msgs"}        # navigate_skill backend:=nav2 only, imported in a try
 
 
@@ -285,7 +287,7 @@ def test_launch_files_reference_installed_executables():
 
 #: The layers of saycan_ros, lowest first (docs/architecture.md): a module may import only its
 #: own layer and the ones below it. ``stack`` is the one top-level module: the composition root.
-LAYERS = ("core", "robot", "llm", "planning", "sim", "learning", "skills", "strategies",
+LAYERS = ("core", "robot", "llm", "speech", "planning", "sim", "learning", "skills", "strategies",
           "worlds", "stack", "evaluation", "ros", "cli")
 GENERATED = ("msg", "srv", "action")   # the rosidl interfaces, installed beside the package
 
@@ -402,6 +404,7 @@ def test_tests_are_split_into_unit_and_ros():
                                   if m.split(".")[0] == "rclpy" or m.startswith(PKG + ".ros"))
                    for p in sorted((tests / "unit").glob("*.py"))}
     assert not {k: v for k, v in ros_in_unit.items() if v}
+
     def over_dds(path: Path) -> bool:
         return any(m.split(".")[0] == "rclpy" or m.startswith(PKG + ".ros")
                    for m in _all_imports(path))

@@ -110,7 +110,6 @@ def test_batched_policy_matches_single_calls(env, policy):
 
 def test_film_conditioning_changes_outputs_with_the_text(env, policy):
     obs, _ = D.reset_to(env, D.StartSpec(seed=4244, object="apple", location="table"))
-    from saycan_ros.learning.modeling_bc import preprocess_images
     net = policy.net
     texts = ["pick up the apple", "pick up the sponge"]
     emb = torch.as_tensor(policy.embeddings(texts))
@@ -140,7 +139,7 @@ def test_value_is_low_when_the_pick_is_impossible(env, value, reason):
     """Over a dozen starts (one value network is not right on every single image: an absent
     apple next to a look-alike grapefruit soda can score 0.6), impossible picks score low."""
     p = [start_affordance(env, value, D.StartSpec(seed=5000 + i, object=OBJECTS[i % 6],
-                                                 reason=reason)) for i in range(12)]
+                                                  reason=reason)) for i in range(12)]
     assert np.mean(p) < 0.35 and np.median(p) < 0.3, np.round(p, 2)
 
 
@@ -152,7 +151,7 @@ def test_value_is_high_when_the_object_is_in_reach(env, value):
 
 def test_learned_pick_affordance_scores_all_candidates_in_one_pass(env, vocabulary):
     from saycan_ros.planning.affordance import (AFFORDANCE_MODELS, AffordanceContext, load_affordance,
-                                       make_affordance_model)
+                                                make_affordance_model)
     from saycan_ros.core.world import WorldSnapshot
     assert "learned_pick" in AFFORDANCE_MODELS
     model = make_affordance_model({"type": "learned_pick"})
@@ -266,7 +265,7 @@ def test_train_overrides_parse_json_and_keep_plain_text():
     ("bc", "model.ee_view_zoom=0.5", "ee_view_zoom: expected at least 1"),
     ("bc", "model.ee_camera=elbow", "ee_camera: expected one of ('crop', 'wrist')")])
 def test_train_rejects_a_bad_setting_in_one_line_before_any_work(tmp_path, command, setting,
-                                                                  message):
+                                                                 message):
     from saycan_ros.cli.main import main
     with pytest.raises(SystemExit) as exit_:
         main(["train", command, "--out", str(tmp_path / "x.pt"), "--set", setting])
@@ -624,7 +623,8 @@ def test_augment_moves_content_by_the_returned_shift_and_leaves_the_input_alone(
         assert (u - 20, v - 10) == tuple(shift[i].int().tolist())
         assert torch.equal(x[i, 0], x[i, 5])
     assert len({tuple(s) for s in shift.tolist()}) > 3
-    y = augment(images, AugmentConfig(shift=0, brightness=0.3, contrast=0.5), torch.Generator().manual_seed(2))
+    y = augment(images, AugmentConfig(shift=0, brightness=0.3, contrast=0.5),
+                torch.Generator().manual_seed(2))
     assert 0.0 <= y.min() and y.max() <= 1.0 and not torch.equal(y, images.permute(0, 3, 1, 2) / 255.0)
     plain = augment(images, AugmentConfig(shift=0, brightness=0.0, contrast=0.0))
     assert torch.equal(plain, images.permute(0, 3, 1, 2).float() / 255.0)

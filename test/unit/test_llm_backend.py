@@ -25,7 +25,6 @@ from saycan_ros.llm import register_backend  # noqa: E402
 from saycan_ros.llm.backend import cut_at_stop, validate_options  # noqa: E402
 
 
-
 @pytest.fixture(scope="module", autouse=True)
 def _one_torch_thread():
     """The models here are small; one intra-op thread is steadier on a busy 2-core machine

@@ -7,14 +7,14 @@ import pytest
 
 from saycan_ros.core.kitchen import load_kitchen
 from saycan_ros.skills.navigation import (ERROR_CODES, GlobalPlanner, CostMap, GridMap, Navigator, NavParams,
-                            NavStatus, PlanFailure, ScanData)
+                                          NavStatus, PlanFailure, ScanData)
 from saycan_ros.skills.place.controller import (ArmModel, CameraModel, PlaceController, PlaceParams,
-                                       candidate_spots, location_at, visible_free)
+                                                candidate_spots, location_at, visible_free)
 from saycan_ros.sim.floorplan import FloorPlan
 from saycan_ros.sim.floorplan import MAP_RESOLUTION as RESOLUTION
 from saycan_ros.worlds.closed_loop import drive
 from saycan_ros.cli.eval_skill import (SKILL_EVALUATORS, evaluate_navigation,
-                                        evaluate_place, register)
+                                       evaluate_place, register)
 
 
 @pytest.fixture(scope="module")

@@ -224,3 +224,32 @@ def test_config_validation():
         b.option_logprobs(PREFIX, QUERY, [])
     with pytest.raises(ValueError):
         b.option_logprobs(PREFIX, QUERY, ["ok", ""])
+
+
+def test_the_api_key_never_shows_in_errors_reprs_or_logs(server, monkeypatch, caplog):
+    """The key comes from the environment only; every failure mode is checked for it."""
+    import logging
+    secret = "sk-secret-4711-do-not-print"
+    monkeypatch.setenv("FAKE_KEY", secret)
+    caplog.set_level(logging.DEBUG)
+    texts = []
+    for mode in ("500", "badjson", "nologprobs"):
+        server.mode = mode
+        backend = _backend(server, api_key_env="FAKE_KEY")
+        texts += [repr(backend), str(vars(backend).get("base_url", ""))]
+        with pytest.raises(Exception) as error:
+            backend.option_logprobs(PREFIX, QUERY, OPTIONS)
+        texts += [str(error.value), repr(error.value)]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(ServerError) as error:
+        _backend(type("S", (), {"base_url": f"http://127.0.0.1:{port}/v1"}),
+                 api_key_env="FAKE_KEY").option_logprobs(PREFIX, QUERY, OPTIONS)
+    texts += [str(error.value), caplog.text]
+    assert server.requests, "the fake server saw no request: nothing was checked"
+    assert all(secret not in t for t in texts)
+    with pytest.raises(Exception) as error:     # a key passed in a config is refused, not echoed
+        make_backend({"type": "openai", "base_url": "http://x/v1", "model": "m",
+                      "api_key": secret})
+    assert secret not in str(error.value)

@@ -8,7 +8,7 @@ import pytest
 from saycan_ros.planning.affordance import load_affordance
 from saycan_ros.evaluation.plans import evaluate
 from saycan_ros.planning.language import LanguageScorer, ScoringError, normalise_logprobs
-from saycan_ros.planning.local import LocalAffordance, LocalLanguage, WorldExecutor
+from saycan_ros.planning.local import LocalAffordance, WorldExecutor
 from saycan_ros.planning.planner import ExecutionResult, Planner
 from saycan_ros.strategies.registry import make_strategy
 from saycan_ros.core.tasks import parse_tasks

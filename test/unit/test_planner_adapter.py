@@ -192,7 +192,7 @@ def test_the_adapter_loads_and_scores(adapted_scorer):
     assert scorer.uses_scene and "+planner_smollm2" in scorer.backend.name
     world = SymbolicWorld(vocabulary.kitchen, TaskInit(robot_at="table"))
     probs, raw = scorer.score("Throw away the coke can.", ["find a coke can",
-                                                            "pick up the coke can"],
+                                                           "pick up the coke can"],
                               vocabulary.skills.texts, scene=scene_of(vocabulary.kitchen, world))
     best = vocabulary.skills.texts[int(probs.argmax())]
     assert abs(probs.sum() - 1) < 1e-6 and best == "go to the trash can", best
@@ -306,4 +306,3 @@ def test_retrieval_pool_holds_no_evaluation_instruction(kitchen, skills):
     assert len(pool) == 1500 and not {normalise(t.instruction) for t in pool} & held
     for task in pool[:200]:
         assert task.steps[-1] == skills.terminate.text and task.scene.startswith("Scene: ")
-

@@ -7,10 +7,10 @@ import pytest
 
 from saycan_ros.planning.affordance import AFFORDANCE_MODELS, AffordanceContext, make_affordance_model
 from saycan_ros.planning.checker import (ContractError, TimeoutProbe, check_affordance_model,
-                                check_skill_executor)
+                                         check_skill_executor)
 from saycan_ros.planning.planner import ExecutionResult
 from saycan_ros.planning.skill_registry import (RegistryError, UnregisteredSkillError, load_registry,
-                                 registry_from_dict)
+                                                registry_from_dict)
 from saycan_ros.core.tasks import TaskInit
 from saycan_ros.core.world import SymbolicWorld
 

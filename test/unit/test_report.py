@@ -13,7 +13,7 @@ from saycan_ros.planning.local import LocalAffordance, WorldExecutor
 from saycan_ros.planning.planner import ExecutionResult, Planner, PlanResult, StepRecord
 from saycan_ros.strategies.registry import make_strategy
 from saycan_ros.evaluation.report import (ATTRIBUTIONS, RightSkills, attribute_failure,
-                               has_skill_probabilities, render_markdown, write_report)
+                                          has_skill_probabilities, render_markdown, write_report)
 from saycan_ros.core.solver import clone_world, right_next_skills, solve, start_world
 from saycan_ros.core.tasks import Task, TaskInit, load_tasks, parse_goal
 from saycan_ros.core.world import SymbolicWorld

@@ -6,8 +6,8 @@ import pytest
 
 from saycan_ros.core.kitchen import load_kitchen
 from saycan_ros.skills.pick.policy import (gripper_opening, learned_pick_available,
-                                    learned_value_available, policy_state, sim_eval_setup,
-                                    twist_of)
+                                           learned_value_available, policy_state, sim_eval_setup,
+                                           twist_of)
 from saycan_ros.robot.arm import HOME
 from saycan_ros.robot.cameras import HEAD_CAMERA_SIZE
 from saycan_ros.sim.arm import Arm

@@ -17,7 +17,7 @@ import yaml
 from saycan_ros.core.kitchen import GRIPPER, load_kitchen
 from saycan_ros.core.solver import MAX_PLAN_SKILLS, find_plan, goal_terms, solve
 from saycan_ros.core.tasks import (FAMILIES, MAX_INSTRUCTION_CHARS, GoalExpr, Task, TaskError,
-                              TaskInit, load_tasks, parse_goal, parse_tasks)
+                                   TaskInit, load_tasks, parse_goal, parse_tasks)
 from saycan_ros.core.world import SymbolicWorld
 
 DEMO = "I spilled my coke, can you bring me something to clean it up?"

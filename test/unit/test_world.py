@@ -1,4 +1,5 @@
-"""The symbolic world (saycan_ros/core/world.py) and the affordance scorer (saycan_ros/planning/affordance.py)."""
+"""The symbolic world (saycan_ros/core/world.py) and the affordance scorer
+(saycan_ros/planning/affordance.py)."""
 from __future__ import annotations
 
 import math
@@ -9,7 +10,7 @@ import pytest
 import yaml
 
 from saycan_ros.planning.affordance import (AffordanceContext, AffordanceScorer, affordance_from_dict,
-                                   check_covers, load_affordance, make_affordance_model)
+                                            check_covers, load_affordance, make_affordance_model)
 from saycan_ros.core.config import ConfigError
 from saycan_ros.core.kitchen import GRIPPER, USER
 from saycan_ros.core.skills import Skill, SkillSet

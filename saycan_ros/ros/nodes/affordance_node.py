@@ -27,12 +27,15 @@ from saycan_ros.core.kitchen import load_kitchen
 from saycan_ros.planning.local import needs_observation
 from saycan_ros.msg import WorldState
 from saycan_ros.ros.nodes.common import (AFFORDANCE_SERVICE, LATCHED_QOS, WORLD_STATE_TOPIC,
-                                     declare_parameters, spin_node)
+                                         declare_parameters, spin_node)
 from saycan_ros.ros.nodes.conversions import msg_to_snapshot
 from saycan_ros.robot.arm import JOINT_NAMES
 from saycan_ros.core.skills import UnknownSkillError, load_skills
 from saycan_ros.srv import SkillScore
 from sensor_msgs.msg import Image, JointState
+
+#: Skills already executed that a request may carry (a plan is at most 100 steps).
+MAX_HISTORY = 100
 
 DEFAULTS = {
     "kitchen_file": "",
@@ -43,6 +46,7 @@ DEFAULTS = {
     "fresh_image": True,        # observe: use a camera frame received after the request arrived
     "sensor_timeout_s": 2.0,    # observe: how long to wait for that frame / joint states
     "joint_names": list(JOINT_NAMES),   # saycan_ros.robot.arm
+    "max_candidates": 512,      # skills per request (a learned model runs once per skill)
 }
 
 
@@ -137,6 +141,13 @@ class AffordanceNode(Node):
         response.success = False
         if not request.skills:
             response.message = "no candidate skills to score"
+            return response
+        if len(request.skills) > self.params["max_candidates"]:
+            response.message = (f"{len(request.skills)} candidates; the limit is "
+                                f"{self.params['max_candidates']}")
+            return response
+        if len(request.history) > MAX_HISTORY:
+            response.message = f"{len(request.history)} history steps; the limit is {MAX_HISTORY}"
             return response
         try:
             skills = [self.skills.get(s) for s in request.skills]

@@ -9,8 +9,8 @@ policy: either a zoomed crop of the head camera around the fingertips (``ee_view
 crop``; a real robot crops its full-resolution frame at the point tf projects the gripper to)
 or the gripper's wrist camera (``wrist``; a real robot remaps its wrist camera's topics).
 Malformed commands are clamped or rejected with a throttled warning; the simulator's watchdog
-stops the base and the arm when a command stream stops. Services reset the world to a task ``init`` and read the
-ground truth for evaluation.
+stops the base and the arm when a command stream stops. Services reset the world to a task
+``init`` and read the ground truth for evaluation.
 
 Run: ``python -m saycan_ros.ros.nodes.kitchen_sim_node --ros-args --params-file config/kitchen_sim.yaml``
 """

@@ -20,6 +20,8 @@ from saycan_ros.core.tasks import TaskError, check_instruction
 
 #: A scene line names every object of a kitchen once; far longer is not a scene.
 MAX_SCENE_CHARS = 4000
+#: Skills already executed that a request may carry (a plan is at most 100 steps).
+MAX_HISTORY = 100
 
 #: The language model's settings (backend, model, threads, adapter, prior_weight, retrieve,
 #: base_url, ...: saycan_ros.llm.config.LLMConfig, the same as the saycan flags), then the node's.
@@ -38,6 +40,7 @@ class LlmScorerNode(Node):
         self.params = declare_parameters(self, DEFAULTS)
         vocabulary = load_vocabulary(self.params["kitchen_file"], self.params["skills_file"],
                                      self.params["prompt_file"])
+        self.skills = vocabulary.skills
         self.get_logger().info(f"loading {self.params['backend']} model "
                                f"{self.params['model']!r}...")
         self.scorer = scorer or make_language_scorer(LLMConfig.from_params(self.params),
@@ -68,6 +71,15 @@ class LlmScorerNode(Node):
             return response
         if any(not s.strip() for s in request.skills):
             response.message = "a candidate skill is empty"
+            return response
+        if len(request.history) > MAX_HISTORY:
+            response.message = f"{len(request.history)} history steps; the limit is {MAX_HISTORY}"
+            return response
+        # Only the robot's own skills: no free text reaches the prompt as a step or an option.
+        unknown = [s for s in [*request.skills, *request.history] if s not in self.skills]
+        if unknown:
+            response.message = (f"unknown skill {unknown[0][:80]!r}: the scorer scores the "
+                                f"robot's {len(self.skills.texts)} skills only")
             return response
         if len(request.scene) > MAX_SCENE_CHARS or any(
                 ord(c) < 32 and c not in "\t\n" for c in request.scene):

@@ -30,12 +30,12 @@ from sensor_msgs.msg import LaserScan
 from std_msgs.msg import String
 
 from saycan_ros.core.kitchen import GRIPPER
-from saycan_ros.skills.navigation import (CostParams, FollowerParams, GridMap, MapError, MonitorParams, Navigator,
-                            NavParams, ScanData)
+from saycan_ros.skills.navigation import (CostParams, FollowerParams, GridMap, MapError,
+                                          MonitorParams, Navigator, NavParams, ScanData)
 from saycan_ros.ros.nodes.common import LATCHED_QOS, spin_node
 from saycan_ros.ros.nodes.conversions import stamped_twist
 from saycan_ros.ros.nodes.skill_server import (OdomPose, SkillCancelled, SkillJob, SkillServerNode,
-                                           TransformCache, pose2d_from_matrix)
+                                               TransformCache, pose2d_from_matrix)
 from saycan_ros.core.skills import Skill
 
 DEFAULTS = {

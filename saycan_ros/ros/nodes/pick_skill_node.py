@@ -8,8 +8,8 @@ service or sensor threads. Every cycle, as in the env it was trained in:
 
 1. observe: the latest camera frame taken after the arm came to rest (and the end-effector
    view's, for a policy that takes one; the skill's first frame is kept for a policy that
-   also looks at where things were before the arm moved over them), and the arm state from ``joint_states`` (end
-   effector in ``base_link`` by the arm's kinematics, finger opening,
+   also looks at where things were before the arm moved over them), and the arm state from
+   ``joint_states`` (end effector in ``base_link`` by the arm's kinematics, finger opening,
    whether something is held);
 2. act: ``[dx, dy, dz, gripper, terminate]`` -> the gripper opening on
    ``gripper_controller/commands`` and an end-effector velocity on ``servo_node/delta_twist_cmds``
@@ -47,8 +47,8 @@ from saycan_ros.ros.nodes.common import spin_node
 from saycan_ros.ros.nodes.skill_server import SkillJob, SkillServerNode
 from saycan_ros.ros.sensor_cache import SensorCache
 from saycan_ros.skills.pick.policy import (GRIPPER_LIMITS, STEP_M, STEP_S, as_image, ee_from_joints,
-                                    gripper_holds, gripper_opening, load_pick_policy,
-                                    policy_state, twist_of)
+                                           gripper_holds, gripper_opening, load_pick_policy,
+                                           policy_state, twist_of)
 from saycan_ros.robot.arm import HOME, JOINT_NAMES
 from saycan_ros.core.skills import Skill
 
@@ -97,7 +97,7 @@ class PickSkillNode(SkillServerNode):
         if getattr(self.policy, "ee_view", 0):
             self.streams["ee_image"] = "camera/ee_view/image_raw"
             source = {"wrist": "the wrist camera"}.get(getattr(self.policy, "ee_camera", "crop"),
-                                                      "a crop of the head camera")
+                                                       "a crop of the head camera")
             self.get_logger().info(f"end-effector view expected on camera/ee_view/image_raw: {source}")
         for key, topic in self.streams.items():
             self.create_subscription(Image, topic, lambda msg, key=key: self._on_image(msg, key),

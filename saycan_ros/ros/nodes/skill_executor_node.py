@@ -18,7 +18,7 @@ from rclpy.node import Node
 from saycan_ros.core.kitchen import load_kitchen
 from saycan_ros.msg import WorldState
 from saycan_ros.ros.nodes.common import (EXECUTE_SERVICE, LATCHED_QOS, RESET_SERVICE, STATE_SERVICE,
-                                     WORLD_STATE_TOPIC, declare_parameters, spin_node)
+                                         WORLD_STATE_TOPIC, declare_parameters, spin_node)
 from saycan_ros.ros.nodes.conversions import snapshot_to_msg
 from saycan_ros.core.skills import UnknownSkillError, load_skills
 from saycan_ros.srv import ExecuteSkill, GetWorldState, ResetWorld

@@ -86,4 +86,3 @@ class PathDistanceAffordance(DistanceAffordance):
 
     def distance(self, kitchen, start, goal) -> float:  # DistanceAffordance's hook
         return self.path_length(kitchen, start, goal)
-

@@ -28,8 +28,9 @@ from typing import Callable
 
 import numpy as np
 
-from saycan_ros.skills.navigation.controller import (FollowerParams, MonitorParams, ObstacleMonitor, PathFollower,
-                                       Pose, ScanData)
+from saycan_ros.skills.navigation.controller import (FollowerParams, MonitorParams,
+                                                     ObstacleMonitor, PathFollower, Pose,
+                                                     ScanData)
 from saycan_ros.skills.navigation.grid import CostMap, CostParams, GlobalPlanner, GridMap, PlanFailure
 
 
@@ -269,7 +270,7 @@ class Navigator:
         if command.linear == 0.0:            # turning on the spot is progress enough
             goal.progress_pose, goal.progress_time = pose, now
         elif math.hypot(pose[0] - goal.progress_pose[0],
-                      pose[1] - goal.progress_pose[1]) >= p.progress_radius:
+                        pose[1] - goal.progress_pose[1]) >= p.progress_radius:
             goal.progress_pose, goal.progress_time = pose, now
         elif now - goal.progress_time > p.progress_timeout_s:
             if goal.recoveries >= p.max_recoveries:

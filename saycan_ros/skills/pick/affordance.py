@@ -86,4 +86,3 @@ class LearnedPickAffordance(AffordanceModel):
                              np.broadcast_to(state, (n, 5)), texts)
         self.calls += 1
         return self.value.calibration(raw), raw
-

@@ -1,0 +1,631 @@
+"""``saycan bench chaos``: the SayCan node graph, one process per node over DDS (loopback
+only), under hostile input, killed nodes, cancels and load. Each part prints
+
+    chaos <part>: tried N, crashed C, hung H, wrong W, lost L  [figures]
+
+- crashed: a node process that exited; hung: no answer (status, response) within its timeout;
+  wrong: an answer that breaks the contract (a bad request that succeeds, a plan that runs a
+  skill outside the registry, a valid instruction refused); lost: an input never answered.
+
+The parts (issue 23): ``instructions`` (fuzzed text, idle and while a plan runs), ``services``
+(malformed SkillScore / ExecuteSkill requests, RSS of each node), ``faults`` (SIGKILL a node
+mid-plan, restart it, plan again), ``injected`` (20% of skill executions fail: re-planning
+keeps the successes), ``cancel`` (mid-plan and mid-navigation, time to stop) and ``load``
+(instructions back to back: latency and RSS stay flat). Bounded in count and time.
+"""
+from __future__ import annotations
+
+import math
+import os
+import signal
+import statistics
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+import rclpy
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+from tqdm import tqdm
+
+from saycan_ros.core.tasks import TaskError, check_instruction
+from saycan_ros.evaluation.fuzz import (fuzz_execute_requests, fuzz_instructions,
+                                        fuzz_score_requests)
+from saycan_ros.msg import PlanResult, PlanStatus
+from saycan_ros.ros.graph import start_processes, stop_processes
+from saycan_ros.ros.nodes.common import (AFFORDANCE_SERVICE, CANCEL_SERVICE, EXECUTE_SERVICE,
+                                         INSTRUCTION_TOPIC, LATCHED_QOS, LLM_SERVICE,
+                                         RESET_SERVICE, RESULT_TOPIC, STATUS_TOPIC)
+from saycan_ros.srv import ExecuteSkill, ResetWorld, SkillScore
+
+PARTS = ("instructions", "services", "faults", "injected", "cancel", "load")
+TERMINAL = (PlanStatus.STATE_SUCCEEDED, PlanStatus.STATE_FAILED, PlanStatus.STATE_CANCELLED,
+            "max_steps")
+#: The planner's timeouts in the bench: a dead node must be noticed within these.
+SCORE_TIMEOUT_S = 10.0
+EXECUTE_TIMEOUT_S = 15.0
+#: A short plan (go, done) and a longer one (find, pick, bring, put down, done).
+SHORT = ("Go to the table.", "Go to the far counter.", "Go to the close counter.",
+         "Go to the trash can.")
+LONG = "Bring me the sponge."
+
+
+@dataclass
+class PartResult:
+    part: str
+    tried: int = 0
+    crashed: int = 0
+    hung: int = 0
+    wrong: int = 0
+    lost: int = 0
+    figures: dict = field(default_factory=dict)
+    problems: list = field(default_factory=list)
+
+    def fail(self, kind: str, what: str) -> None:
+        setattr(self, kind, getattr(self, kind) + 1)
+        self.problems.append(f"{kind}: {what}")
+
+    @property
+    def clean(self) -> bool:
+        return not (self.crashed or self.hung or self.wrong or self.lost)
+
+    def line(self) -> str:
+        text = (f"chaos {self.part}: tried {self.tried}, crashed {self.crashed}, hung {self.hung}, "
+                f"wrong {self.wrong}, lost {self.lost}")
+        if self.figures:
+            text += "  [" + ", ".join(f"{k} {_fmt(v)}" for k, v in self.figures.items()) + "]"
+        return text
+
+
+def _fmt(value) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process (MB), from /proc."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return math.nan
+
+
+class Probe(Node):
+    """The bench's own node: sends instructions and requests, records statuses and results."""
+
+    def __init__(self):
+        super().__init__("saycan_chaos_probe")
+        self._cond = threading.Condition()
+        self.statuses: list[PlanStatus] = []
+        self.results: list[PlanResult] = []
+        self.create_subscription(PlanStatus, STATUS_TOPIC, self._on_status, LATCHED_QOS)
+        self.create_subscription(PlanResult, RESULT_TOPIC, self._on_result, LATCHED_QOS)
+        self.instruction_pub = self.create_publisher(String, INSTRUCTION_TOPIC, 10)
+        self.clients = {"llm": self.create_client(SkillScore, LLM_SERVICE),
+                        "affordance": self.create_client(SkillScore, AFFORDANCE_SERVICE),
+                        "execute": self.create_client(ExecuteSkill, EXECUTE_SERVICE),
+                        "reset": self.create_client(ResetWorld, RESET_SERVICE),
+                        "cancel": self.create_client(Trigger, CANCEL_SERVICE)}
+
+    def _on_status(self, msg: PlanStatus) -> None:
+        with self._cond:
+            self.statuses.append(msg)
+            self._cond.notify_all()
+
+    def _on_result(self, msg: PlanResult) -> None:
+        with self._cond:
+            self.results.append(msg)
+            self._cond.notify_all()
+
+    def mark(self) -> int:
+        with self._cond:
+            return len(self.statuses)
+
+    def wait_status(self, since: int, predicate, timeout_s: float) -> PlanStatus | None:
+        """The first status after index ``since`` for which ``predicate`` holds, or None."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while True:
+                for msg in self.statuses[since:]:
+                    if predicate(msg):
+                        return msg
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._cond.wait(left)
+
+    def send(self, text: str) -> None:
+        self.instruction_pub.publish(String(data=text))
+
+    def call(self, client: str, request, timeout_s: float):
+        """The response, or None when none came within ``timeout_s``."""
+        future = self.clients[client].call_async(request)
+        done = threading.Event()
+        future.add_done_callback(lambda _f: done.set())
+        if not done.wait(timeout_s):
+            future.cancel()
+            return None
+        return future.result()
+
+    def wait_services(self, names, timeout_s: float = 180.0) -> bool:
+        deadline = time.monotonic() + timeout_s
+        for name in names:
+            while not self.clients[name].wait_for_service(timeout_sec=0.5):
+                if time.monotonic() > deadline:
+                    return False
+        return True
+
+    def wait_subscribers(self, timeout_s: float = 30.0) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while self.instruction_pub.get_subscription_count() < 1:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+
+def shown(text: str) -> str:
+    """The instruction as the planner's status shows it when it refuses it."""
+    return " ".join(text.split())[:200]
+
+
+def about(text: str):
+    """Whether a status is about ``text`` (accepted: whitespace folded; refused: 200 chars)."""
+    folded = " ".join(text.split())
+    return lambda m: m.instruction in (folded, folded[:200])
+
+
+class ChaosBench:
+    """Starts the graph as processes, runs the parts, stops everything (use as a context)."""
+
+    def __init__(self, skills: list[str], log_dir: str | None = None, seed: int = 0,
+                 progress: bool = True, model_params: dict | None = None):
+        self.skills, self.seed, self.progress = list(skills), seed, progress
+        self.log_dir = log_dir or tempfile.mkdtemp(prefix="saycan_chaos_")
+        self.params = {"llm_scorer": dict(model_params or {}),
+                       "planner": {"max_steps": 12, "score_timeout_s": SCORE_TIMEOUT_S,
+                                   "execute_timeout_s": EXECUTE_TIMEOUT_S}}
+        self.procs: dict = {}
+        self.expected_exit: set[str] = set()
+
+    # -- the graph -----------------------------------------------------------------------------
+    def __enter__(self):
+        rclpy.init(args=[])
+        self.probe = Probe()
+        self.executor = rclpy.executors.MultiThreadedExecutor(num_threads=4)
+        self.executor.add_node(self.probe)
+        self._spin = threading.Thread(target=self.executor.spin, daemon=True)
+        self._spin.start()
+        for name in ("llm_scorer", "affordance", "skill_executor", "planner"):
+            self.start_node(name)
+        if not (self.probe.wait_services(["llm", "affordance", "execute", "reset", "cancel"])
+                and self.probe.wait_subscribers()):
+            raise RuntimeError(f"the node graph did not come up (logs: {self.log_dir})")
+        return self
+
+    def __exit__(self, *exc):
+        stop_processes(list(self.procs.values()))
+        self.executor.shutdown(timeout_sec=2.0)
+        self._spin.join(timeout=5.0)
+        self.probe.destroy_node()
+        rclpy.shutdown()
+
+    def start_node(self, name: str) -> None:
+        log = os.path.join(self.log_dir, name)
+        os.makedirs(log, exist_ok=True)
+        self.procs[name] = start_processes(self.params, include=[name], log_dir=log)[0]
+        self.expected_exit.discard(name)
+
+    def crashed(self) -> list[str]:
+        return [n for n, p in self.procs.items() if p.poll() is not None and n not in self.expected_exit]
+
+    def rss(self) -> dict[str, float]:
+        return {n: rss_mb(p.pid) for n, p in self.procs.items()}
+
+    def _check_crashes(self, result: PartResult, seen: set) -> None:
+        for name in self.crashed():
+            if name not in seen:
+                seen.add(name)
+                result.fail("crashed", f"{name} exited with {self.procs[name].poll()} "
+                                       f"(log {self.log_dir}/{name})")
+
+    def _registry_violations(self, since: int) -> list[str]:
+        known = set(self.skills)
+        bad = []
+        for msg in self.probe.statuses[since:]:
+            bad += [s for s in msg.plan if s not in known]
+        return bad
+
+    def reset(self) -> None:
+        self.probe.call("reset", ResetWorld.Request(init="{}", seed=-1), 10.0)
+
+    def run_to_end(self, text: str, timeout_s: float = 120.0, cancel_after_start: bool = False):
+        """Send ``text``; the terminal status (or a rejection), None if none came in time."""
+        since, ours = self.probe.mark(), about(text)
+        self.probe.send(text)
+        first = self.probe.wait_status(
+            since, lambda m: ours(m) or m.state == PlanStatus.STATE_REJECTED, 10.0)
+        if first is None or first.state == PlanStatus.STATE_REJECTED:
+            return first
+        ended = lambda m: ours(m) and m.state in TERMINAL   # noqa: E731
+        if cancel_after_start:      # until the plan exists to be cancelled, or it has ended
+            deadline = time.monotonic() + 5.0
+            while time.monotonic() < deadline:
+                answer = self.probe.call("cancel", Trigger.Request(), 5.0)
+                if (answer is not None and answer.success) or self.probe.wait_status(
+                        since, ended, 0.2):
+                    break
+        return self.probe.wait_status(since, ended, timeout_s)
+
+    # -- part 1 -------------------------------------------------------------------------------
+    def part_instructions(self, n: int = 1000, idle: int = 40) -> PartResult:
+        result, crashed = PartResult("instructions"), set()
+        cases = fuzz_instructions(n, self.seed)
+        mark = self.probe.mark()
+        bar = tqdm(total=n, desc="chaos instructions", disable=not self.progress)
+        for kind, text in cases[:idle]:                       # idle: planned or refused
+            result.tried += 1
+            try:
+                check_instruction(text)
+                valid = True
+            except TaskError:
+                valid = False
+            end = self.run_to_end(text, timeout_s=SCORE_TIMEOUT_S * 4, cancel_after_start=True)
+            if end is None:
+                result.fail("hung", f"{kind}: no status for {shown(text)[:60]!r}")
+            elif valid and end.state == PlanStatus.STATE_REJECTED and "busy" not in end.message:
+                result.fail("wrong", f"{kind}: a valid instruction was refused: {end.message}")
+            elif not valid and end.state != PlanStatus.STATE_REJECTED:
+                result.fail("wrong", f"{kind}: an invalid instruction ran ({end.state})")
+            self._check_crashes(result, crashed)
+            bar.update()
+        busy_sent = busy_answered = 0
+        for kind, text in cases[idle:]:                       # while a plan runs: all refused
+            if not self._plan_running():
+                self.reset()
+                self.probe.send("Bring me the sponge, then the energy bar, then the rice chips.")
+                self.probe.wait_status(self.probe.mark() - 1, lambda m: m.state in (
+                    PlanStatus.STATE_PLANNING, PlanStatus.STATE_EXECUTING), 10.0)
+            result.tried += 1
+            since = self.probe.mark()
+            self.probe.send(text)
+            busy_sent += 1
+            answer = self.probe.wait_status(
+                since, lambda m: m.state == PlanStatus.STATE_REJECTED, 5.0)
+            if answer is None:
+                result.fail("lost", f"{kind}: no answer to {shown(text)[:60]!r} during a plan")
+            else:
+                busy_answered += 1
+            self._check_crashes(result, crashed)
+            bar.update()
+        bar.close()
+        self.probe.call("cancel", Trigger.Request(), 5.0)
+        self.probe.wait_status(self.probe.mark() - 1, lambda m: m.state in TERMINAL, 30.0)
+        bad = self._registry_violations(mark)
+        for skill in bad:
+            result.fail("wrong", f"executed a skill outside the registry: {skill!r}")
+        result.figures.update(idle=idle, during_plan=busy_sent, answered_during_plan=busy_answered)
+        return result
+
+    def _plan_running(self) -> bool:
+        last = self.probe.statuses[-1] if self.probe.statuses else None
+        return last is not None and last.state in (PlanStatus.STATE_PLANNING,
+                                                   PlanStatus.STATE_EXECUTING)
+
+    # -- part 2 -------------------------------------------------------------------------------
+    def part_services(self, timeout_s: float = 60.0) -> PartResult:
+        result, crashed = PartResult("services"), set()
+        before = self.rss()
+        cases = [(scorer, kind, SkillScore.Request(**fields), expect[scorer])
+                 for kind, fields, expect in fuzz_score_requests(self.skills, self.seed)
+                 for scorer in ("llm", "affordance")]
+        cases += [("execute", kind, ExecuteSkill.Request(**fields), expect)
+                  for kind, fields, expect in fuzz_execute_requests(self.skills, self.seed)]
+        self.reset()
+        for _ in range(3):                # every case three times: memory that grows shows
+            for client, kind, request, expect in tqdm(cases, desc="chaos services",
+                                                      disable=not self.progress):
+                result.tried += 1
+                response = self.probe.call(client, request, timeout_s)
+                if response is None:
+                    result.fail("hung", f"{client} {kind}: no response in {timeout_s:g} s")
+                elif expect is not None and bool(response.success) != expect:
+                    result.fail("wrong", f"{client} {kind}: success={response.success} "
+                                         f"({response.message[:120]})")
+                elif not response.success and not response.message:
+                    result.fail("wrong", f"{client} {kind}: refused without a message")
+                self._check_crashes(result, crashed)
+        after = self.rss()
+        for name in ("llm_scorer", "affordance", "skill_executor"):
+            result.figures[f"{name}_rss_growth"] = after[name] / before[name] - 1.0
+        return result
+
+    # -- part 3 -------------------------------------------------------------------------------
+    def part_faults(self) -> PartResult:
+        result = PartResult("faults")
+        for victim in ("llm_scorer", "affordance", "skill_executor"):
+            result.tried += 1
+            self.reset()
+            since = self.probe.mark()
+            self.probe.send(LONG)
+            started = self.probe.wait_status(
+                since, lambda m: m.instruction == LONG and len(m.plan) >= 1, 60.0)
+            if started is None:
+                result.fail("hung", f"{victim}: the plan never executed a first skill")
+                continue
+            executed = len(started.plan)
+            self.expected_exit.add(victim)
+            self.procs[victim].send_signal(signal.SIGKILL)
+            killed = time.monotonic()
+            end = self.probe.wait_status(
+                since, lambda m: m.instruction == LONG and m.state in TERMINAL,
+                SCORE_TIMEOUT_S + EXECUTE_TIMEOUT_S + 10.0)
+            if end is None:
+                result.fail("hung", f"{victim} killed: the planner never ended the plan")
+                continue
+            result.figures[f"{victim}_to_failed_s"] = time.monotonic() - killed
+            if end.state != PlanStatus.STATE_FAILED:
+                result.fail("wrong", f"{victim} killed: the plan ended {end.state}, not failed")
+            if len(end.plan) > executed + 1:     # at most the skill that was in flight
+                result.fail("wrong", f"{victim} killed: {len(end.plan) - executed} more skills ran")
+            others = [n for n in self.crashed() if n != victim]
+            for name in others:
+                result.fail("crashed", f"{name} exited after {victim} was killed")
+            self.procs[victim].wait(10)
+            self.start_node(victim)
+            if not self.probe.wait_services(["llm", "affordance", "execute", "reset"]):
+                result.fail("hung", f"{victim} did not come back after a restart")
+                continue
+            self.reset()
+            again = self.run_to_end(SHORT[0], timeout_s=120.0)
+            if again is None:
+                result.fail("hung", f"after restarting {victim}: no result for {SHORT[0]!r}")
+            elif again.state != PlanStatus.STATE_SUCCEEDED:
+                result.fail("wrong", f"after restarting {victim}: {SHORT[0]!r} {again.state}: "
+                                     f"{again.message}")
+        return result
+
+    # -- part 5 (mid-plan; mid-navigation is CancelNavigationBench) -------------------------
+    def part_cancel_plan(self, repeats: int = 20) -> tuple[PartResult, list[float]]:
+        result, times = PartResult("cancel"), []
+        for _ in tqdm(range(repeats), desc="chaos cancel (plan)", disable=not self.progress):
+            result.tried += 1
+            self.reset()
+            since = self.probe.mark()
+            self.probe.send(LONG)
+            if self.probe.wait_status(since, lambda m: m.instruction == LONG and m.plan,
+                                      60.0) is None:
+                result.fail("hung", "the plan never started")
+                continue
+            start = time.monotonic()
+            answer = self.probe.call("cancel", Trigger.Request(), 5.0)
+            end = self.probe.wait_status(
+                since, lambda m: m.instruction == LONG and m.state in TERMINAL, 30.0)
+            if answer is None or end is None:
+                result.fail("hung", "no answer to the cancel")
+            elif end.state != PlanStatus.STATE_CANCELLED:
+                result.fail("wrong", f"cancelled plan ended {end.state}")
+            else:
+                times.append(time.monotonic() - start)
+        return result, times
+
+    # -- part 6 -------------------------------------------------------------------------------
+    def part_load(self, n: int = 200) -> PartResult:
+        result = PartResult("load")
+        latencies, rss_start = [], None
+        for i in tqdm(range(n), desc="chaos load", disable=not self.progress):
+            if i == 20:
+                rss_start = self.rss()
+            text = SHORT[i % len(SHORT)]
+            result.tried += 1
+            start = time.monotonic()
+            end = self.run_to_end(text, timeout_s=120.0)
+            if end is None:
+                result.fail("lost", f"#{i} {text!r}: no result")
+                continue
+            latencies.append(time.monotonic() - start)
+            if end.state != PlanStatus.STATE_SUCCEEDED:
+                result.fail("wrong", f"#{i} {text!r} {end.state}: {end.message}")
+        rss_end = self.rss()
+        if len(latencies) >= 40:
+            first, last = statistics.median(latencies[:20]), statistics.median(latencies[-20:])
+            result.figures.update(first20_median_s=first, last20_median_s=last,
+                                  latency_ratio=last / first)
+        for name, mb in (rss_start or {}).items():
+            growth = rss_end[name] / mb - 1.0
+            result.figures[f"{name}_rss_growth"] = growth
+            if growth > 0.10:
+                result.fail("wrong", f"{name} RSS grew {growth:.1%} over the load")
+        return result
+
+
+class CancelNavigationBench:
+    """kitchen_sim and navigate_skill in a namespace of their own: cancel a drive mid-way and
+    time how long until ``odom`` shows the base standing (the bar: 100 ms)."""
+    NS = "/saycan_chaos_sim"
+    STOPPED_LINEAR, STOPPED_ANGULAR = 0.01, 0.02
+
+    def __init__(self, probe: Probe, log_dir: str, progress: bool = True):
+        import subprocess
+        import sys
+        self.probe, self.progress = probe, progress
+        self.procs = []
+        for module, name in (("kitchen_sim_node", "kitchen_sim"),
+                             ("navigate_skill_node", "navigate_skill")):
+            out = open(os.path.join(log_dir, f"{name}.log"), "w")
+            self.procs.append(subprocess.Popen(
+                [sys.executable, "-m", f"saycan_ros.ros.nodes.{module}", "--ros-args",
+                 "-r", f"__ns:={self.NS}", "-p", "camera_rate_hz:=2.0"]
+                if name == "kitchen_sim" else
+                [sys.executable, "-m", f"saycan_ros.ros.nodes.{module}", "--ros-args",
+                 "-r", f"__ns:={self.NS}"], stdout=out, stderr=subprocess.STDOUT))
+        self._odom = None
+        self._moving_since = None
+        self._lock = threading.Lock()
+        probe.create_subscription(Odometry, f"{self.NS}/odom", self._on_odom, 50)
+        self.execute = probe.create_client(ExecuteSkill, f"{self.NS}/navigate_skill")
+        self.cancel = probe.create_client(Trigger, f"{self.NS}/navigate_skill/cancel")
+        self.reset = probe.create_client(ResetWorld, f"{self.NS}/saycan/world/reset")
+
+    def _on_odom(self, msg: Odometry) -> None:
+        with self._lock:
+            self._odom = (time.monotonic(), msg.twist.twist)
+
+    def _twist(self) -> Twist | None:
+        with self._lock:
+            return self._odom[1] if self._odom else None
+
+    def _stopped(self) -> bool:
+        t = self._twist()
+        return t is not None and abs(t.linear.x) < self.STOPPED_LINEAR and \
+            abs(t.angular.z) < self.STOPPED_ANGULAR
+
+    def close(self) -> None:
+        stop_processes(self.procs)
+
+    def run(self, repeats: int = 20) -> tuple[PartResult, list[float], list[float]]:
+        result, to_stop, to_answer = PartResult("cancel"), [], []
+        for client in (self.execute, self.cancel, self.reset):
+            if not client.wait_for_service(timeout_sec=120.0):
+                result.fail("hung", f"{client.srv_name} never came up")
+                return result, to_stop, to_answer
+        goals = ("go to the far counter", "go to the close counter", "go to the trash can",
+                 "go to the table")
+        for i in tqdm(range(repeats), desc="chaos cancel (drive)", disable=not self.progress):
+            result.tried += 1
+            self.reset.call_async(ResetWorld.Request(init="{}", seed=i))
+            time.sleep(0.5)
+            future = self.execute.call_async(ExecuteSkill.Request(skill=goals[i % len(goals)],
+                                                                  timeout_s=60.0))
+            deadline = time.monotonic() + 20.0
+            while time.monotonic() < deadline:          # driving at speed
+                t = self._twist()
+                if t is not None and abs(t.linear.x) > 0.2:
+                    break
+                time.sleep(0.005)
+            else:
+                result.fail("hung", f"{goals[i % len(goals)]!r}: the base never drove")
+                continue
+            time.sleep(0.3)
+            start = time.monotonic()
+            answer = self.cancel.call_async(Trigger.Request())
+            while not self._stopped() and time.monotonic() - start < 5.0:
+                time.sleep(0.001)
+            if not self._stopped():
+                result.fail("wrong", "the base did not stop within 5 s of the cancel")
+                continue
+            to_stop.append(time.monotonic() - start)
+            end = time.monotonic() + 10.0
+            while not future.done() and time.monotonic() < end:
+                time.sleep(0.01)
+            if not future.done():
+                result.fail("hung", "the cancelled skill never answered")
+                continue
+            to_answer.append(time.monotonic() - start)
+            if future.result().success:
+                result.fail("wrong", "a cancelled drive reported success")
+            if not answer.done():
+                result.fail("hung", "the cancel service never answered")
+        return result, to_stop, to_answer
+
+
+def summary_line(results: list[PartResult], seconds: float) -> str:
+    total = PartResult("total")
+    for r in results:
+        for k in ("tried", "crashed", "hung", "wrong", "lost"):
+            setattr(total, k, getattr(total, k) + getattr(r, k))
+    verdict = "clean" if total.clean else "PROBLEMS"
+    return (f"chaos summary: {len(results)} parts, tried {total.tried}, crashed {total.crashed}, "
+            f"hung {total.hung}, wrong {total.wrong}, lost {total.lost} in {seconds / 60:.1f} min: "
+            f"{verdict}")
+
+
+def part_injected(every: int = 3, rate: float = 0.2, workers: int = 2, seed: int = 0) -> PartResult:
+    """Part 4, ROS-free: the oracle world on every ``every``-th task of tasks.yaml, without and
+    with ``rate`` of skill executions failing (re-planning on): the successes that survive."""
+    from saycan_ros.core.config import config_dir
+    from saycan_ros.core.tasks import load_tasks
+    from saycan_ros.evaluation.runner import EvalJob, run_jobs
+    from saycan_ros.llm.config import DEFAULT_MODEL, LLMConfig
+    from saycan_ros.planning.vocabulary import load_vocabulary
+    vocabulary = load_vocabulary()
+    tasks = load_tasks(config_dir() / "tasks.yaml", vocabulary.kitchen)[::every]
+    llm = LLMConfig().params()
+    del llm["model"]
+    jobs = [EvalJob(DEFAULT_MODEL, "saycan", llm, "", 20, "symbolic", seed, {},
+                    20 if r else 0, r) for r in (0.0, rate)]
+    clean, faulty = run_jobs(jobs, tasks, vocabulary, workers=workers)
+    result = PartResult("injected", tried=len(tasks))
+    ok = {o.task.id for o in clean.outcomes if o.plan_success}
+    kept = {o.task.id for o in faulty.outcomes if o.plan_success} & ok
+    share = len(kept) / max(1, len(ok))
+    result.figures.update(tasks=len(tasks), succeed_without_faults=len(ok),
+                          still_succeed=len(kept), kept=share)
+    if share < 0.9:
+        result.fail("wrong", f"only {share:.0%} of the fault-free successes survive {rate:.0%} "
+                             "injected failures (bar 90%)")
+    return result
+
+
+def run_chaos(parts=PARTS, seed: int = 0, instructions: int = 1000, idle: int = 40,
+              load: int = 200, repeats: int = 20, progress: bool = True, echo=print) -> dict:
+    """Run the ``parts``; every part's line goes to ``echo`` as it finishes."""
+    from saycan_ros.planning.vocabulary import load_vocabulary
+    started = time.monotonic()
+    results: list[PartResult] = []
+
+    def done(result: PartResult) -> None:
+        results.append(result)
+        echo(result.line())
+        for problem in result.problems[:10]:
+            echo(f"    {problem}")
+
+    skills = load_vocabulary().skills.texts
+    graph_parts = [p for p in parts if p != "injected"]
+    log_dir = None
+    if graph_parts:
+        with ChaosBench(skills, seed=seed, progress=progress) as bench:
+            log_dir = bench.log_dir
+            if "instructions" in parts:
+                done(bench.part_instructions(instructions, idle))
+            if "services" in parts:
+                done(bench.part_services())
+            if "faults" in parts:
+                done(bench.part_faults())
+            if "cancel" in parts:
+                plan, plan_times = bench.part_cancel_plan(repeats)
+                nav = CancelNavigationBench(bench.probe, bench.log_dir, progress)
+                try:
+                    drive, stop_times, answer_times = nav.run(repeats)
+                finally:
+                    nav.close()
+                for key in ("tried", "crashed", "hung", "wrong", "lost"):
+                    setattr(plan, key, getattr(plan, key) + getattr(drive, key))
+                plan.problems += drive.problems
+                for name, values in (("plan_to_cancelled_s", plan_times),
+                                     ("base_stopped_s", stop_times),
+                                     ("drive_answered_s", answer_times)):
+                    if values:
+                        plan.figures[f"{name}_median"] = statistics.median(values)
+                        plan.figures[f"{name}_worst"] = max(values)
+                if stop_times and max(stop_times) > 0.1:
+                    plan.fail("wrong", f"the base stopped {max(stop_times) * 1000:.0f} ms after "
+                                       "a cancel (bar 100 ms)")
+                done(plan)
+            if "load" in parts:
+                done(bench.part_load(load))
+    if "injected" in parts:
+        done(part_injected(seed=seed))
+    seconds = time.monotonic() - started
+    echo(summary_line(results, seconds))
+    return {"seconds": seconds, "log_dir": log_dir,
+            "parts": [{"part": r.part, "tried": r.tried, "crashed": r.crashed, "hung": r.hung,
+                       "wrong": r.wrong, "lost": r.lost, "figures": r.figures,
+                       "problems": r.problems} for r in results]}
