@@ -72,6 +72,10 @@ class Graph(SimGraph):
         from rclpy.qos import qos_profile_sensor_data
         from sensor_msgs.msg import LaserScan
         self.client.create_subscription(Odometry, "/odom", self._on_odom, 10)
+        from geometry_msgs.msg import Twist
+        self.commands = []                  # (time, linear, angular) of every cmd_vel
+        self.client.create_subscription(Twist, "/cmd_vel", lambda m: self.commands.append(
+            (time.monotonic(), m.linear.x, m.angular.z)), 50)
         self.obstacle_range = None          # set: every beam sees something this close
         self.scan_lost = False              # set: the laser goes silent
         self.scan_pub = self.client.create_publisher(LaserScan, SCAN_RELAY, 10)
@@ -141,10 +145,19 @@ def test_cancel_leaves_the_base_stopped(graph):
         result=graph.router.execute("go to the far counter", 60.0)))
     worker.start()
     time.sleep(2.5)
+    cancelled_at = time.monotonic()
     assert graph.router.cancel()                 # through /navigate_skill/cancel
     worker.join(10)
     result = box["result"]
     assert not result.success and "cancelled" in result.message
+    # The skill itself commands zero velocity (was: it left the last command to the
+    # simulator's watchdog, which a real base may not have).
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline and not any(
+            t >= cancelled_at and v == 0.0 and w == 0.0 for t, v, w in list(graph.commands)):
+        time.sleep(0.01)
+    assert any(t >= cancelled_at and v == 0.0 and w == 0.0 for t, v, w in graph.commands)
+    assert graph.commands[-1][1:] == (0.0, 0.0)
     # Acceleration limits: it comes to rest within ~0.6 s; a loaded CI machine (one process for
     # the whole graph) once needed longer, so poll up to 3 s instead of a fixed sleep.
     deadline = time.monotonic() + 3.0
@@ -250,3 +263,24 @@ def test_routing_executor_passes_the_contract(graph):
                                    timeout_probe=TimeoutProbe("go to the far counter", 1.5, 3.0),
                                    name="RoutingExecutor")
     assert results[0].success, results[0].message
+
+
+def test_a_skill_node_in_a_namespace_takes_its_own_skills(graph):
+    """The registry names executors relatively (found by saycan bench chaos: with absolute
+    names a namespaced navigate_skill refused every drive as "executed by /navigate_skill")."""
+    node = NavigateSkillNode(context=graph.context, namespace="robot2",
+                             parameter_overrides=[Parameter("sensor_timeout_s", value=0.5)])
+    graph.spinning.add(node)
+    try:
+        assert node.service_name == "/robot2/navigate_skill"
+        client = graph.client.create_client(ExecuteSkill, "/robot2/navigate_skill")
+        reply = call_service(graph.client, client,
+                             ExecuteSkill.Request(skill="go to the table", timeout_s=2.0), 10, "nav")
+        # nothing publishes /robot2/odom here: it is accepted, then waits for sensors in vain
+        assert not reply.success and "is executed by" not in reply.message, reply.message
+        assert any(w in reply.message for w in ("odometry", "map", "timed out")), reply.message
+        wrong = call_service(graph.client, client,
+                             ExecuteSkill.Request(skill="put down the apple", timeout_s=2.0), 10, "nav")
+        assert not wrong.success and "/robot2/place_skill" in wrong.message, wrong.message
+    finally:
+        graph.client.destroy_client(client)

@@ -37,11 +37,13 @@ class RoutingExecutor:
         self.registry = registry
         self.timeout_s = float(timeout_s)          # on top of the skill's own timeout
         self.cancel_timeout_s = float(cancel_timeout_s)
-        self._clients = {service: node.create_client(ExecuteSkill, service, callback_group=group)
-                         for service in registry.services()}
-        self._cancel_clients = {service: node.create_client(Trigger, f"{service}/cancel",
+        # relative registry names resolve in this node's namespace (/robot1/navigate_skill)
+        resolved = {service: node.resolve_service_name(service) for service in registry.services()}
+        self._clients = {service: node.create_client(ExecuteSkill, name, callback_group=group)
+                         for service, name in resolved.items()}
+        self._cancel_clients = {service: node.create_client(Trigger, f"{name}/cancel",
                                                             callback_group=group)
-                                for service in registry.services()}
+                                for service, name in resolved.items()}
         self._lock = threading.Lock()
         self._in_flight: str | None = None         # the service running a skill now
 
@@ -58,7 +60,7 @@ class RoutingExecutor:
             self._in_flight = service
         try:
             response = call_service(self.node, self._clients[service], request,
-                                    self.timeout_s + float(timeout_s), f"skill executor {service}")
+                                    self.timeout_s + float(timeout_s), "skill executor")
         except ServiceCallError as exc:
             return ExecutionResult(False, str(exc))
         finally:

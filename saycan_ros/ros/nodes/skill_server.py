@@ -214,7 +214,7 @@ class SkillServerNode(Node):
             raise ValueError(str(exc)) from None
         if self.resolve_service_name(routed) != self.service_name:
             raise ValueError(f"{skill.text!r} (family {skill.family!r}) is executed by "
-                             f"{routed}, not {self.service_name}")
+                             f"{self.resolve_service_name(routed)}, not {self.service_name}")
         return skill
 
     def _on_world_state(self, msg) -> None:
@@ -304,6 +304,7 @@ class SkillServerNode(Node):
             response.success, response.message = False, "no skill is running"
         else:
             job.cancel("cancelled")
+            self.stop_robot()   # now, not at the skill loop's next tick (bar: 100 ms)
             response.success, response.message = True, f"cancelling {job.skill.text!r}"
         return response
 
