@@ -17,8 +17,8 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
-from launch.conditions import IfCondition
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -58,20 +58,7 @@ def generate_launch_description():
              parameters=[params_file, {"strategy": strategy,
                                        "registry_file": "skill_registry.yaml"}],
              output="screen"),
-        DeclareLaunchArgument("voice", default_value="false",
-                              description="start speech_to_text (Whisper base, offline)"),
-        DeclareLaunchArgument("audio_file", default_value="",
-                              description="voice: a WAV file to transcribe once at start"),
-        DeclareLaunchArgument("microphone", default_value="false",
-                              description="voice: listen on the default input device"),
-        DeclareLaunchArgument("rviz", default_value="false",
-                              description="start rviz2 with config/saycan.rviz"),
-        Node(package="saycan_ros", executable="speech_to_text", name="speech_to_text",
-             parameters=[params_file, {"audio_file": LaunchConfiguration("audio_file"),
-                                       "microphone": LaunchConfiguration("microphone")}],
-             condition=IfCondition(LaunchConfiguration("voice")), output="screen"),
-        Node(package="rviz2", executable="rviz2", name="rviz2",
-             arguments=["-d", os.path.join(get_package_share_directory("saycan_ros"), "config",
-                                           "saycan.rviz")],
-             condition=IfCondition(LaunchConfiguration("rviz")), output="screen"),
+        # voice:=true, audio_file:=..., microphone:=true, rviz:=true (the arguments pass through)
+        IncludeLaunchDescription(PythonLaunchDescriptionSource(
+            os.path.join(share, "launch", "saycan_frontends.launch.py"))),
     ])
