@@ -36,6 +36,9 @@ def from_pcm16(samples, rate: int, channels: int = 1) -> np.ndarray:
         raise AudioError(f"sample rate must be 8000..192000 Hz, got {rate!r}")
     if not isinstance(channels, (int, np.integer)) or not 1 <= channels <= 8:
         raise AudioError(f"channels must be 1..8, got {channels!r}")
+    if len(samples) > MAX_SECONDS * rate * channels:     # refused before any conversion
+        raise AudioError(f"clip of {len(samples) / (rate * channels):.1f} s is too long (at most "
+                         f"{MAX_SECONDS:.0f} s: one instruction per clip)")
     pcm = np.asarray(samples, dtype=np.int16)
     if pcm.size % channels:
         raise AudioError(f"{pcm.size} samples do not divide into {channels} channels")

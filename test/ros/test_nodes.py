@@ -390,7 +390,12 @@ def test_a_spoken_instruction_reaches_the_planner_and_runs(ros, graph, speech, w
         from saycan_ros.speech.synth import speak_to_wav
         path = speak_to_wav("throw away the coke can", tmp_path / "coke.wav")
         graph.track_instruction("Throw away the coke can.")
-        probe.create_publisher(String, FILE_TOPIC, 5).publish(String(data=str(path)))
+        file_pub = probe.create_publisher(String, FILE_TOPIC, 5)
+        deadline = time.monotonic() + 10
+        while file_pub.get_subscription_count() < 1:      # matched before it is sent
+            assert time.monotonic() < deadline, "speech_to_text does not hear the file topic"
+            time.sleep(0.05)
+        file_pub.publish(String(data=str(path)))
         deadline = time.monotonic() + 120
         while not graph.is_task_complete():
             assert time.monotonic() < deadline, (said, heard)
