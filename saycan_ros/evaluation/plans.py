@@ -174,7 +174,8 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
         planner = Planner(skills, plan_strategy, executor,
                           max_steps=max_steps, observe=lambda: observation_of(here),
                           max_failures=max_failures,
-                          describe=lambda: scene_of(kitchen, here.snapshot()))
+                          describe=lambda: scene_of(kitchen, here.snapshot()),
+                          refresh_scene=getattr(language_scorer, "refreshes_scene", False))
         before = backend.stats.snapshot() if backend is not None else None
         started = time.perf_counter()
         result = planner.run(task.text)

@@ -14,6 +14,7 @@ class PlannerDataConfig:
     dialogues: int = 4000             # training dialogues drawn from the generator
     seed_offset: int = 0              # generator seed = --seed + this
     languages: bool = True            # also config/planner_languages.yaml
+    scene_refresh: bool = False       # scene line re-read after each put-down (prompt scene: step)
 
     def __post_init__(self):
         if self.dialogues < 1:
@@ -58,6 +59,9 @@ class PlannerAdapterConfig(SectionConfig):
 
     base_model: str = "smollm2-135m"
     prompt: str = "prompt_adapter.yaml"    # the dialogue format the adapter is trained and used with
+    # An adapter folder to continue from (relative to models/; "" = a fresh LoRA): the data of
+    # a new version then costs a fraction of a run from scratch.
+    init_adapter: str = ""
     data: PlannerDataConfig = field(default_factory=PlannerDataConfig)
     lora: LoraConfig = field(default_factory=LoraConfig)
     train: PlannerTrainConfig = field(default_factory=PlannerTrainConfig)

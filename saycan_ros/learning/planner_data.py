@@ -10,7 +10,9 @@ produced.
 
 The families follow the paper's seven plus negation, counting and other languages; start states
 vary the robot's place, what it holds, and which objects were moved or are missing, so the
-model learns to read the scene line (:mod:`saycan_ros.planning.scene`).
+model learns to read the scene line (:mod:`saycan_ros.planning.scene`). With
+``scene_refresh`` the scene line is read again after each put-down, as the planner then sends
+it (``Planner(refresh_scene=True)``, prompt ``scene: step``).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from typing import Iterable, Mapping, Sequence
 
 from saycan_ros.core.config import ConfigError, load_yaml
 from saycan_ros.core.kitchen import GRIPPER, USER, Kitchen
-from saycan_ros.planning.scene import scene_of
+from saycan_ros.planning.scene import changes_scene, scene_of
 from saycan_ros.core.skills import SkillSet
 from saycan_ros.core.solver import MAX_PLAN_SKILLS
 from saycan_ros.core.tasks import GoalExpr, TaskInit, parse_goal
@@ -55,7 +57,12 @@ class Dialogue:
     init: TaskInit
     goal: GoalExpr
     steps: tuple[str, ...]            # skill texts, ending in done
-    scene: str                        # the scene line at the start
+    scenes: tuple[str, ...]           # the scene line before each step (scenes[0]: the start)
+
+    @property
+    def scene(self) -> str:
+        """The scene line when the instruction was given."""
+        return self.scenes[0]
 
 
 @dataclass
@@ -109,8 +116,9 @@ class PlanDataGenerator:
     """Draws :class:`Dialogue` s; the same seed gives the same dialogues."""
 
     def __init__(self, kitchen: Kitchen, skills: SkillSet, lexicon: Lexicon, seed: int = 0,
-                 exclude: Iterable[str] = ()):
+                 exclude: Iterable[str] = (), scene_refresh: bool = False):
         self.kitchen, self.skills, self.lex = kitchen, skills, lexicon
+        self.scene_refresh = scene_refresh     # scene lines as Planner(refresh_scene=True) sends
         self.rng = random.Random(seed)
         self.exclude = {normalise(t) for t in exclude}
         self.places = [loc for loc in kitchen.locations if loc != USER]   # where things stand
@@ -161,8 +169,10 @@ class PlanDataGenerator:
         steps = self._plan(world, items)
         if steps is None or not _replays_to(goal, world, steps, self.skills):
             return None
-        return Dialogue(text, family, language, init, goal, tuple(steps) + (
-            self.skills.terminate.text,), scene_of(self.kitchen, world))
+        steps = tuple(steps) + (self.skills.terminate.text,)
+        return Dialogue(text, family, language, init, goal, steps,
+                        _scenes_along(self.kitchen, world, steps, self.skills,
+                                      self.scene_refresh))
 
     # -- start states ------------------------------------------------------------------------
     def _random_init(self, family: str) -> TaskInit:
@@ -662,6 +672,23 @@ def _replays_to(goal: GoalExpr, world: SymbolicWorld, steps: Sequence[str],
     return all(replay.execute(skills.get(t)).success for t in steps) and goal.holds(replay)
 
 
+def _scenes_along(kitchen: Kitchen, world: SymbolicWorld, steps: Sequence[str],
+                  skills: SkillSet, refresh: bool) -> tuple[str, ...]:
+    """The scene line before each step, as the planner shows it while the plan runs: read at
+    the start and, with ``refresh``, again after every step that
+    :func:`~saycan_ros.planning.scene.changes_scene`."""
+    from saycan_ros.core.solver import clone_world
+    replay = clone_world(world)
+    scenes = [scene_of(kitchen, replay)]
+    if not refresh:
+        return tuple(scenes) * len(steps)
+    for text in steps[:-1]:
+        skill = skills.get(text)
+        replay.execute(skill)
+        scenes.append(scene_of(kitchen, replay) if changes_scene(skill) else scenes[-1])
+    return tuple(scenes)
+
+
 def _format(template: str, **slots) -> str:
     """``template`` with {slot} / {Slot} (capitalised) filled; unknown braces kept."""
     def sub(match):
@@ -706,4 +733,4 @@ def heldout_instructions(config_dir: Path, kitchen: Kitchen,
 def dialogue_record(d: Dialogue) -> Mapping:
     return {"instruction": d.instruction, "family": d.family, "language": d.language,
             "init": d.init.to_mapping(), "goal": d.goal.text, "steps": list(d.steps),
-            "scene": d.scene}
+            "scenes": list(d.scenes)}

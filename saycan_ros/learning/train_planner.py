@@ -28,27 +28,33 @@ from saycan_ros.llm.config import ADAPTER_DIRS
 RECORD = "planner.json"
 
 
-def encode_dialogue(tokenizer, prompt, dialogue, bos: list[int]) -> tuple[list[int], list[int]]:
-    """(input ids, target flags): the dialogue as the scorer sees its last step, each step's
-    option tokens flagged. The history inside the query is encoded step by step, as
-    ``prefix + query + option`` are at scoring time (option tokens never depend on context)."""
+def encode_dialogue(tokenizer, prompt, dialogue, bos: list[int]
+                    ) -> list[tuple[list[int], list[int]]]:
+    """The dialogue as the scorer sees it, as few (input ids, target flags) sequences as it
+    packs into: a step whose query extends the text before it (same scene line) continues the
+    sequence, a step with a new scene line starts the next one. Each step's option tokens are
+    flagged. Text is encoded piece by piece, as ``prefix + query + option`` are at scoring time
+    (option tokens never depend on context)."""
     def enc(text: str) -> list[int]:
         return list(tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
 
-    ids = bos + enc(prompt.prefix())
-    flags = [0] * len(ids)
-    pairs = prompt.dialogue(dialogue.instruction, dialogue.steps, dialogue.scene)
-    done_text = ""
-    for query, option in pairs:
-        new = query[len(done_text):] if query.startswith(done_text) else query
-        head = enc(new)
-        ids += head
-        flags += [0] * len(head)
+    prefix = bos + enc(prompt.prefix())
+    sequences: list[tuple[list[int], list[int]]] = []
+    ids: list[int] = []
+    flags: list[int] = []
+    done_text = None
+    for query, option in prompt.dialogue(dialogue.instruction, dialogue.steps, dialogue.scenes):
+        if done_text is None or not query.startswith(done_text):
+            if ids:
+                sequences.append((ids, flags))
+            ids, flags, done_text = list(prefix), [0] * len(prefix), ""
+        head = enc(query[len(done_text):])
         opt = enc(option)
-        ids += opt
-        flags += [1] * len(opt)
+        ids += head + opt
+        flags += [0] * len(head) + [1] * len(opt)
         done_text = query + option
-    return ids, flags
+    sequences.append((ids, flags))
+    return sequences
 
 
 def _batches(examples, batch_size: int, rng: random.Random):
@@ -75,6 +81,30 @@ def _collate(examples, index, pad_id: int):
         mask[row, :len(seq)] = 1
         flags[row, :len(seq)] = torch.tensor(flag, dtype=torch.bool)
     return ids, mask, flags
+
+
+def _init_adapter(name: str) -> Path | None:
+    """The adapter folder to continue from (``init_adapter``: absolute or under models/)."""
+    from saycan_ros.core.config import ConfigError
+    if not name:
+        return None
+    path = Path(name) if Path(name).is_absolute() else models_dir() / name
+    if not (path / "adapter_config.json").is_file():
+        raise ConfigError(f"init_adapter {name!r}: no adapter at {path}")
+    return path
+
+
+def _adapter_identity(path: Path | None) -> dict | None:
+    """What the run continued from: folder, sha256 of the weights, its own record's summary."""
+    if path is None:
+        return None
+    import hashlib
+    weights = path / "adapter_model.safetensors"
+    record = json.loads((path / RECORD).read_text()) if (path / RECORD).is_file() else {}
+    return {"folder": path.name,
+            "sha256": hashlib.sha256(weights.read_bytes()).hexdigest() if weights.is_file() else "",
+            "data_version": record.get("data_version"), "seed": record.get("seed"),
+            "dialogues": record.get("dialogues")}
 
 
 def option_loss(causal_lm, ids, mask, flags):
@@ -116,20 +146,29 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
                            languages_path=None if cfg.data.languages else False)
     generator = PlanDataGenerator(vocabulary.kitchen, vocabulary.skills, lexicon,
                                   seed=seed + cfg.data.seed_offset,
-                                  exclude=heldout_instructions(config_dir(), vocabulary.kitchen))
+                                  exclude=heldout_instructions(config_dir(), vocabulary.kitchen),
+                                  scene_refresh=cfg.data.scene_refresh)
     with tqdm(total=cfg.data.dialogues, desc="planner dialogues", disable=not progress) as bar:
         dialogues = generator.dialogues(cfg.data.dialogues, progress=bar)
 
     torch.manual_seed(seed)
     model, tokenizer, _ = load_causal_lm(cfg.base_model, "float32")
     bos = leading_special_ids(tokenizer)
-    examples = [encode_dialogue(tokenizer, prompt, d, bos) for d in dialogues]
+    examples = [seq for d in dialogues for seq in encode_dialogue(tokenizer, prompt, d, bos)]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
     lora = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
                       target_modules=list(cfg.lora.target_modules), task_type="CAUSAL_LM")
     torch.manual_seed(seed)
-    peft_model = get_peft_model(model, lora)
+    init = _init_adapter(cfg.init_adapter)
+    if init is None:
+        peft_model = get_peft_model(model, lora)
+    else:   # continue training an earlier version (its LoRA shape, not this config's)
+        from peft import PeftModel
+        peft_model = PeftModel.from_pretrained(model, str(init), is_trainable=True)
+        for p in peft_model.parameters():
+            if p.requires_grad:
+                p.data = p.data.float()      # stored in bf16, trained in fp32
     causal_lm = peft_model.base_model.model
     params = [p for p in peft_model.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW(params, lr=cfg.train.lr, weight_decay=cfg.train.weight_decay)
@@ -158,8 +197,10 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
     peft_model.eval()
     held = PlanDataGenerator(vocabulary.kitchen, vocabulary.skills, lexicon,
                              seed=seed + cfg.data.seed_offset + 1_000_003,
-                             exclude=heldout_instructions(config_dir(), vocabulary.kitchen))
-    held_examples = [encode_dialogue(tokenizer, prompt, d, bos) for d in held.dialogues(100)]
+                             exclude=heldout_instructions(config_dir(), vocabulary.kitchen),
+                             scene_refresh=cfg.data.scene_refresh)
+    held_examples = [seq for d in held.dialogues(100)
+                     for seq in encode_dialogue(tokenizer, prompt, d, bos)]
     correct = count = 0
     held_loss = 0.0
     with torch.no_grad(), autocast(precision):
@@ -176,6 +217,7 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
     record = {
         "kind": "planner_adapter", "base_model": cfg.base_model, "prompt": cfg.prompt,
         "seed": seed, "data_version": DATA_VERSION, "config": to_dict(cfg),
+        "init_adapter": _adapter_identity(init),
         "precision": precision, "host": training_host(cfg.train.threads),
         "dialogues": len(dialogues),
         "families": dict(Counter(d.family for d in dialogues)),

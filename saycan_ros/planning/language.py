@@ -67,6 +67,12 @@ class LanguageScorer:
         """Whether the prompt shows the scene line (``scene: true`` in its YAML)."""
         return self.prompt.scene
 
+    @property
+    def refreshes_scene(self) -> bool:
+        """Whether the planner should read the scene line again after each put-down
+        (``scene: step`` in the prompt's YAML: what its adapter was trained on)."""
+        return self.prompt.scene_refresh
+
     def score(self, instruction: str, history: Sequence[str], skills: Sequence[str],
               scene: str = "") -> tuple[np.ndarray, np.ndarray]:
         """Returns (probabilities summing to 1, summed log-probs), one per skill. ``scene`` is

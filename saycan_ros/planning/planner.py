@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 import numpy as np
 
 from saycan_ros.core.skills import SkillSet
+from saycan_ros.planning.scene import changes_scene
 
 
 # -- what the planner talks to ----------------------------------------------------------------
@@ -34,7 +35,8 @@ class ExecutionResult:
 
 
 class ScoreSource(Protocol):
-    """``scene``: the scene line at the plan's start (:mod:`saycan_ros.planning.scene`), for
+    """``scene``: the scene line at the plan's start (:mod:`saycan_ros.planning.scene`; after the
+    latest put-down with ``Planner(refresh_scene=True)``), for
     language scorers whose prompt shows it; others ignore it."""
     def score(self, instruction: str, history: Sequence[str], skills: Sequence[str],
               min_state_revision: int = 0, scene: str = "") -> tuple[np.ndarray, np.ndarray]: ...
@@ -201,7 +203,8 @@ class Planner:
                  on_decision: Callable[[StepRecord], None] | None = None,
                  on_step: Callable[[StepRecord], None] | None = None,
                  observe: Callable[[], Mapping[str, Any]] | None = None,
-                 max_failures: int = 0, describe: Callable[[], str] | None = None):
+                 max_failures: int = 0, describe: Callable[[], str] | None = None,
+                 refresh_scene: bool = False):
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         if max_failures < 0:
@@ -214,7 +217,9 @@ class Planner:
         self.on_decision = on_decision  # chosen, not yet executed
         self.on_step = on_step          # executed (record.success set)
         self.observe = observe          # what the robot perceives, for strategies that use it
-        self.describe = describe        # the scene line, read once when a plan starts
+        self.describe = describe        # the scene line, read when a plan starts
+        # ... and again after each put-down (for an adapter trained so: ``scene: step``)
+        self.refresh_scene = refresh_scene
         # Failed skills tolerated per instruction: the loop re-scores from the new state (a
         # missed grasp is usually tried again); 0: the first failure ends the plan.
         self.max_failures = max_failures
@@ -233,11 +238,7 @@ class Planner:
         revision = start_revision
         failures = 0
         self.strategy.reset(instruction)
-        try:
-            scene = self.describe() if self.describe is not None else ""
-        except Exception as exc:  # noqa: BLE001 - no scene is better than no plan
-            scene = ""
-            result.message = f"no scene line: {exc}"
+        scene = self._scene(result, "")
         for step in range(1, self.max_steps + 1):
             if self.cancel_event.is_set():
                 return self._end(result, "cancelled", "cancelled before step %d" % step)
@@ -273,6 +274,8 @@ class Planner:
             record.success, record.message = outcome.success, outcome.message
             record.seconds = time.perf_counter() - started
             revision = max(revision, outcome.state_revision)
+            if self.refresh_scene and changes_scene(self.skills.get(decision.selected)):
+                scene = self._scene(result, scene)
             self._notify(record)
             if not outcome.success:
                 failures += 1
@@ -281,6 +284,17 @@ class Planner:
                     return self._end(result, "failed", f"step {step}: {decision.selected!r} "
                                                        f"failed: {outcome.message}")
         return self._end(result, "max_steps", f"no 'done' within {self.max_steps} steps")
+
+    def _scene(self, result: PlanResult, last: str) -> str:
+        """The scene line now (read at the start and, with ``refresh_scene``, after each step
+        that :func:`~saycan_ros.planning.scene.changes_scene`); the last one if it cannot be read."""
+        if self.describe is None:
+            return ""
+        try:
+            return self.describe()
+        except Exception as exc:  # noqa: BLE001 - an older scene is better than no plan
+            result.message = f"no scene line: {exc}"
+            return last
 
     def _notify(self, record: StepRecord) -> None:
         if self.on_step is not None:

@@ -28,6 +28,9 @@ class DialoguePrompt:
     examples: tuple[Example, ...]
     scene: bool = False       # the scene line follows each instruction (``scene: true``)
     temperature: float = 1.0  # the candidates' softmax is taken over summed log-probs / this
+    #: ``scene: step``: the scene line is read again after each put-down (the planner's
+    #: ``refresh_scene``), for an adapter trained that way; ``true`` shows the start's only.
+    scene_refresh: bool = False
 
     def prefix(self) -> str:
         parts = [self.preamble.strip() + "\n"] if self.preamble.strip() else []
@@ -47,12 +50,17 @@ class DialoguePrompt:
         lines += [f"{i}. {step}" for i, step in enumerate(history, start=1)]
         return "\n".join(lines) + f"\n{len(history) + 1}."
 
-    def dialogue(self, instruction: str, steps: Sequence[str], scene: str = ""
-                 ) -> list[tuple[str, str]]:
+    def dialogue(self, instruction: str, steps: Sequence[str],
+                 scenes: str | Sequence[str] = "") -> list[tuple[str, str]]:
         """A whole plan as (query, option) pairs, one per step: what the scorer sees at each
-        step and the option it should rank first (the planner adapter's training targets)."""
-        return [(self.query(instruction, steps[:k], scene), self.option(step))
-                for k, step in enumerate(steps)]
+        step and the option it should rank first (the planner adapter's training targets).
+        ``scenes``: the scene line before each step (one text: the same at every step)."""
+        if isinstance(scenes, str):
+            scenes = [scenes] * len(steps)
+        if len(scenes) != len(steps):
+            raise ValueError(f"{len(scenes)} scene lines for {len(steps)} steps")
+        return [(self.query(instruction, steps[:k], scenes[k] if self.scene else ""),
+                 self.option(step)) for k, step in enumerate(steps)]
 
     @staticmethod
     def option(skill_text: str) -> str:
@@ -88,14 +96,15 @@ def prompt_from_dict(data: Mapping) -> DialoguePrompt:
         parsed.append(Example(item["instruction"].strip(), tuple(str(s) for s in item["steps"]),
                               " ".join(scene.split())))
     scene = data.get("scene", False)
-    if not isinstance(scene, bool):
-        raise ConfigError("prompt config: 'scene' must be true or false")
+    if not isinstance(scene, bool) and scene != "step":
+        raise ConfigError("prompt config: 'scene' must be true, false or step")
     temperature = data.get("temperature", 1.0)
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
             or not 0.05 <= temperature <= 20:
         raise ConfigError(f"prompt config: 'temperature' must be a number in [0.05, 20], "
                           f"got {temperature!r}")
-    return DialoguePrompt(str(data.get("preamble", "")), tuple(parsed), scene, float(temperature))
+    return DialoguePrompt(str(data.get("preamble", "")), tuple(parsed), bool(scene),
+                          float(temperature), scene_refresh=scene == "step")
 
 
 def load_prompt(path: str | Path | None = None) -> DialoguePrompt:

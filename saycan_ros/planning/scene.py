@@ -3,7 +3,11 @@ seen each object, rendered from a world state (as LLM-Planner and Inner Monologu
 model its observations).
 
 The line describes the world when the instruction was given; the steps taken since are in the
-dialogue's history. It is one line so that the prompt keeps its dialogue shape::
+dialogue's history. For an adapter trained that way (prompt ``scene: step``) the planner reads it
+again after every step that puts something down (:func:`changes_scene`): that is where a plan
+chooses what to fetch next, and what is left of "everything on the table" is then read off the
+line instead of being counted through the history. It is one line so that the prompt keeps its
+dialogue shape::
 
     Scene: robot at the table, holding nothing. close counter: water bottle, sponge. table: orange.
 """
@@ -12,6 +16,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from saycan_ros.core.kitchen import GRIPPER, Kitchen
+from saycan_ros.core.skills import Skill
 
 #: Where a scene line starts in the prompt (and how a caller recognises one).
 SCENE_TAG = "Scene:"
@@ -36,3 +41,13 @@ def scene_of(kitchen: Kitchen, state) -> str:
     a snapshot); the held object's GRIPPER entry is shown as "holding"."""
     objects = {o: at for o, at in dict(state.objects).items() if at != GRIPPER}
     return scene_line(kitchen, state.robot_at, state.holding, objects)
+
+
+#: Skill kinds after which the planner reads the scene line again.
+REFRESH_KINDS = frozenset({"place"})
+
+
+def changes_scene(skill: Skill) -> bool:
+    """Whether the scene line is read again after ``skill`` succeeded or failed (the adapter
+    is trained on exactly this rule: :mod:`saycan_ros.learning.planner_data`)."""
+    return skill.kind in REFRESH_KINDS

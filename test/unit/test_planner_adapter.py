@@ -2,6 +2,7 @@
 sets, seeded training, loading and scoring, and a real-model run on long-horizon dev tasks."""
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -122,31 +123,88 @@ def test_the_scene_is_shown_only_where_the_prompt_asks(kitchen):
         assert backend.query.endswith("1. find a coke can\n2.")
 
 
-def test_planner_reads_the_scene_once_when_the_plan_starts(kitchen, skills):
+class _Replaying:
+    """A language source that ranks the given plan's next step first and records the scene
+    line it is shown at each step."""
+
+    def __init__(self, steps):
+        self.steps, self.scenes = list(steps), []
+
+    def score(self, instruction, history, texts, min_state_revision=0, scene=""):
+        import numpy as np
+        self.scenes.append(scene)
+        p = np.array([1.0 if t == self.steps[len(history)] else 0.0 for t in texts])
+        return p, p
+
+
+def _replay_in_planner(kitchen, skills, init, instruction, steps, refresh=False):
+    from saycan_ros.planning.local import WorldExecutor
     from saycan_ros.planning.planner import Planner
     from saycan_ros.strategies.registry import make_strategy
-    from saycan_ros.planning.local import WorldExecutor
-    import numpy as np
+    world = SymbolicWorld(kitchen, init)
+    language = _Replaying(steps)
+    planner = Planner(skills, make_strategy("no_vf", language, None),
+                      WorldExecutor(world, skills),
+                      describe=lambda: scene_of(kitchen, world.snapshot()),
+                      refresh_scene=refresh)
+    return planner.run(instruction), language.scenes
 
-    class Scripted:
-        def __init__(self):
-            self.scenes = []
 
-        def score(self, instruction, history, texts, min_state_revision=0, scene=""):
-            self.scenes.append(scene)
-            want = "done" if history else "go to the table"
-            p = np.array([1.0 if t == want else 0.0 for t in texts])
-            return p, p
+def test_planner_reads_the_scene_at_the_start_and_after_each_put_down_if_asked(kitchen, skills):
+    steps = ["find an apple", "pick up the apple", "go to the table", "put down the apple",
+             "done"]
+    result, once = _replay_in_planner(kitchen, skills, TaskInit(robot_at="user"),
+                                      "Put the apple on the table.", steps)
+    assert result.state == "succeeded" and once == [once[0]] * 5     # by default: the start's
+    result, scenes = _replay_in_planner(kitchen, skills, TaskInit(robot_at="user"),
+                                        "Put the apple on the table.", steps, refresh=True)
+    assert result.state == "succeeded" and result.plan == steps
+    assert scenes[0] == once[0]
+    assert scenes[0].startswith("Scene: robot at the user, holding nothing")
+    assert scenes[:4] == [scenes[0]] * 4               # unchanged while the apple travels
+    assert scenes[4].startswith("Scene: robot at the table, holding nothing")
+    assert "apple" in scenes[4].split("table:")[1]
 
-    world = SymbolicWorld(kitchen, TaskInit(robot_at="user"))
-    language = Scripted()
-    strategy = make_strategy("no_vf", language, None)
-    planner = Planner(skills, strategy, WorldExecutor(world, skills),
-                      describe=lambda: scene_of(kitchen, world.snapshot()))
-    result = planner.run("Go to the table.")
-    assert result.state == "succeeded"
-    assert len(language.scenes) == 2 and language.scenes[0] == language.scenes[1]
-    assert language.scenes[0].startswith("Scene: robot at the user")
+
+@pytest.fixture(scope="module")
+def refreshed(kitchen, skills, lexicon):
+    """Dialogues whose scene line is read again after each put-down."""
+    return PlanDataGenerator(kitchen, skills, lexicon, seed=5, scene_refresh=True,
+                             exclude=heldout_instructions(CONFIG, kitchen)).dialogues(200)
+
+
+@pytest.mark.parametrize("refresh", [False, True])
+def test_training_dialogues_show_the_scenes_the_planner_sends(kitchen, skills, corpus,
+                                                              refreshed, refresh):
+    """An adapter is trained on exactly the scene lines the planner shows it."""
+    dialogues = refreshed if refresh else corpus
+    for d in [d for d in dialogues if len(d.steps) >= 9][:15] + dialogues[:15]:
+        result, scenes = _replay_in_planner(kitchen, skills, d.init, d.instruction, d.steps,
+                                            refresh)
+        assert result.state == "succeeded", d.instruction
+        assert tuple(scenes) == d.scenes, d.instruction
+
+
+def test_a_new_scene_line_starts_a_new_training_sequence(kitchen, skills, corpus, refreshed):
+    from saycan_ros.learning.train_planner import encode_dialogue
+    from saycan_ros.planning.prompt import load_prompt
+
+    class Chars:   # one token per character: enough to check the packing
+        def __call__(self, text, add_special_tokens=False):
+            return {"input_ids": [ord(c) for c in text]}
+
+    prompt = load_prompt("prompt_adapter_step.yaml")
+    assert prompt.scene and prompt.scene_refresh
+    assert len(encode_dialogue(Chars(), prompt, corpus[0], [])) == 1      # one scene: packed
+    d = next(d for d in refreshed if len(d.steps) >= 9)
+    sequences = encode_dialogue(Chars(), prompt, d, [])
+    runs = [scene for scene, _ in itertools.groupby(d.scenes)]
+    assert len(sequences) == len(runs) > 1
+    flagged = "".join(chr(i) for ids, flags in sequences for i, f in zip(ids, flags) if f)
+    assert flagged == "".join(prompt.option(step) for step in d.steps)
+    for (ids, _), scene in zip(sequences, runs):
+        text = "".join(map(chr, ids))
+        assert text.count("Scene:") == 1 and scene in text
 
 
 # -- training and the shipped adapter ----------------------------------------------------------
@@ -306,3 +364,24 @@ def test_retrieval_pool_holds_no_evaluation_instruction(kitchen, skills):
     assert len(pool) == 1500 and not {normalise(t.instruction) for t in pool} & held
     for task in pool[:200]:
         assert task.steps[-1] == skills.terminate.text and task.scene.startswith("Scene: ")
+
+
+@needs_adapter
+def test_training_can_continue_an_adapter_and_records_which():
+    from saycan_ros.core.config import ConfigError
+    from saycan_ros.learning.train_planner import _adapter_identity, _init_adapter
+    assert _init_adapter("") is None
+    with pytest.raises(ConfigError, match="no adapter"):
+        _init_adapter("no_such_adapter")
+    shipped = _init_adapter("planner_smollm2")
+    identity = _adapter_identity(shipped)
+    assert identity["folder"] == "planner_smollm2" and len(identity["sha256"]) == 64
+    assert identity["data_version"] == json.loads((shipped / "planner.json").read_text())["data_version"]
+
+
+def test_the_step_prompt_asks_the_planner_to_refresh_the_scene():
+    from saycan_ros.planning.language import LanguageScorer
+    for name, refresh in (("prompt_adapter.yaml", False), ("prompt_adapter_step.yaml", True)):
+        scorer = LanguageScorer.__new__(LanguageScorer)
+        scorer.prompt = load_prompt(name)
+        assert scorer.uses_scene and scorer.refreshes_scene is refresh, name

@@ -53,6 +53,7 @@ DEFAULTS = {
     "kitchen_file": "",
     "skills_file": "",
     "registry_file": "",           # "" = every skill to /saycan/execute; else route per family
+    "refresh_scene": False,        # scene line re-read after each put-down (a scene: step adapter)
 }
 DESCRIPTIONS = {
     "strategy": "how the next skill is chosen: saycan (LLM x affordance) or no_vf (LLM only)",
@@ -64,6 +65,8 @@ DESCRIPTIONS = {
     "skills_file": "skill repertoire YAML ('' = config/skills.yaml)",
     "registry_file": "skill registry YAML routing each family to its executor ('' = all to "
                      "/saycan/execute)",
+    "refresh_scene": "read the scene line again after each put-down, for a language scorer "
+                     "whose adapter was trained so (prompt 'scene: step'); false: at the start",
 }
 
 
@@ -274,7 +277,8 @@ class PlannerNode(Node):
                                     skill_timeout_s=self.params["skill_timeout_s"],
                                     on_decision=lambda r: self._on_decision(instruction, r),
                                     on_step=lambda r: self._on_step(instruction, r),
-                                    describe=self._scene)
+                                    describe=self._scene,
+                                    refresh_scene=self.params["refresh_scene"])
             self._publish_status(PlanStatus.STATE_PLANNING, instruction, 0, "planning", [])
             result = self._planner.run(instruction, self._current_revision())
             self._finish(result)
