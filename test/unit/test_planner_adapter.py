@@ -385,3 +385,12 @@ def test_the_step_prompt_asks_the_planner_to_refresh_the_scene():
         scorer = LanguageScorer.__new__(LanguageScorer)
         scorer.prompt = load_prompt(name)
         assert scorer.uses_scene and scorer.refreshes_scene is refresh, name
+
+
+def test_a_prompt_scene_other_than_true_false_or_step_is_refused():
+    from saycan_ros.core.config import ConfigError
+    from saycan_ros.planning.prompt import prompt_from_dict
+    for bad in ("sometimes", 1, "Step", None):
+        with pytest.raises(ConfigError, match="'scene' must be true, false or step"):
+            prompt_from_dict({"preamble": "Robot: hi.", "examples": [], "scene": bad})
+    assert prompt_from_dict({"preamble": "Robot: hi.", "examples": [], "scene": "step"}).scene_refresh
