@@ -15,10 +15,23 @@ class PlannerDataConfig:
     seed_offset: int = 0              # generator seed = --seed + this
     languages: bool = True            # also config/planner_languages.yaml
     scene_refresh: bool = False       # scene line re-read after each put-down (prompt scene: step)
+    # Weights of named families in place of planner_data.FAMILY_WEIGHTS (the others keep theirs):
+    # a continued run can spend its few dialogues on what the adapter gets wrong.
+    family_weights: dict = field(default_factory=dict)
 
     def __post_init__(self):
+        from saycan_ros.learning.planner_data import FAMILY_WEIGHTS
         if self.dialogues < 1:
             raise ValueError(f"dialogues: expected at least 1, got {self.dialogues!r}")
+        unknown = sorted(set(self.family_weights) - set(FAMILY_WEIGHTS))
+        if unknown:
+            raise ValueError(f"family_weights: unknown families {unknown}; "
+                             f"known: {sorted(FAMILY_WEIGHTS)}")
+        for family, weight in self.family_weights.items():
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not weight >= 0:
+                raise ValueError(f"family_weights.{family}: expected a number >= 0, got {weight!r}")
+        if not sum({**FAMILY_WEIGHTS, **self.family_weights}.values()) > 0:
+            raise ValueError("family_weights: at least one family needs a weight above 0")
 
 
 @dataclass(frozen=True)

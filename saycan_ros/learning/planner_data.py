@@ -116,8 +116,10 @@ class PlanDataGenerator:
     """Draws :class:`Dialogue` s; the same seed gives the same dialogues."""
 
     def __init__(self, kitchen: Kitchen, skills: SkillSet, lexicon: Lexicon, seed: int = 0,
-                 exclude: Iterable[str] = (), scene_refresh: bool = False):
+                 exclude: Iterable[str] = (), scene_refresh: bool = False,
+                 family_weights: Mapping[str, float] | None = None):
         self.kitchen, self.skills, self.lex = kitchen, skills, lexicon
+        self.family_weights = {**FAMILY_WEIGHTS, **(family_weights or {})}   # the training mix
         self.scene_refresh = scene_refresh     # scene lines as Planner(refresh_scene=True) sends
         self.rng = random.Random(seed)
         self.exclude = {normalise(t) for t in exclude}
@@ -133,9 +135,10 @@ class PlanDataGenerator:
 
     # -- the public interface ----------------------------------------------------------------
     def dialogues(self, n: int, progress=None) -> list[Dialogue]:
-        """``n`` distinct dialogues (instruction and start state), families by FAMILY_WEIGHTS."""
+        """``n`` distinct dialogues (instruction and start state), families drawn by
+        ``family_weights`` (FAMILY_WEIGHTS unless the constructor was given others)."""
         out, seen, tries = [], set(), 0
-        families, weights = zip(*FAMILY_WEIGHTS.items())
+        families, weights = zip(*self.family_weights.items())
         while len(out) < n:
             tries += 1
             if tries > 50 * n + 1000:

@@ -147,7 +147,8 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
     generator = PlanDataGenerator(vocabulary.kitchen, vocabulary.skills, lexicon,
                                   seed=seed + cfg.data.seed_offset,
                                   exclude=heldout_instructions(config_dir(), vocabulary.kitchen),
-                                  scene_refresh=cfg.data.scene_refresh)
+                                  scene_refresh=cfg.data.scene_refresh,
+                                  family_weights=cfg.data.family_weights)
     with tqdm(total=cfg.data.dialogues, desc="planner dialogues", disable=not progress) as bar:
         dialogues = generator.dialogues(cfg.data.dialogues, progress=bar)
 

@@ -69,6 +69,25 @@ def test_same_seed_same_dialogues(kitchen, skills, lexicon):
     assert [(d.instruction, d.steps) for d in a] != [(d.instruction, d.steps) for d in c]
 
 
+def test_family_weights_change_the_mix_and_bad_ones_are_refused(kitchen, skills, lexicon):
+    from collections import Counter
+    from saycan_ros.core.config import ConfigError
+    from saycan_ros.learning.configuration_planner import PlannerAdapterConfig
+    default = Counter(d.family for d in PlanDataGenerator(kitchen, skills, lexicon, seed=3)
+                      .dialogues(200))
+    weighted = Counter(d.family for d in PlanDataGenerator(
+        kitchen, skills, lexicon, seed=3,
+        family_weights={"structured": 2.0, "negation": 0}).dialogues(200))
+    assert weighted["negation"] == 0 and default["negation"] > 0
+    assert weighted["structured"] > 3 * max(default["structured"], 1)
+    cfg = PlannerAdapterConfig.from_dict({"data": {"family_weights": {"structured": 0.3}}})
+    assert cfg.data.family_weights == {"structured": 0.3}
+    for bad, reason in [({"poetry": 1}, "unknown families"), ({"structured": -1}, ">= 0"),
+                        ({"structured": "lots"}, ">= 0"), ([0.3], "a mapping")]:
+        with pytest.raises(ConfigError, match=reason):
+            PlannerAdapterConfig.from_dict({"data": {"family_weights": bad}})
+
+
 def test_no_test_instruction_in_any_prompt_pool_or_corpus(kitchen, corpus):
     tests = {normalise(t) for t in heldout_instructions(CONFIG, kitchen, TEST_SETS)}
     assert len(tests) > 100
