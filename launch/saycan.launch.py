@@ -8,10 +8,12 @@ planner.
     ros2 launch saycan_ros saycan.launch.py voice:=true microphone:=true rviz:=true
 """
 import os
+import uuid
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
+from launch.actions import (DeclareLaunchArgument, IncludeLaunchDescription,
+                            SetEnvironmentVariable)
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
@@ -24,7 +26,15 @@ def generate_launch_description():
     model = LaunchConfiguration("model")
     namespace = LaunchConfiguration("namespace")
     sim_time = {"use_sim_time": LaunchConfiguration("use_sim_time")}
+    session = uuid.uuid4().hex          # this launch: a respawned executor restores its world
     return LaunchDescription([
+        # DDS stays on this machine unless asked: SUBNET (or SYSTEM_DEFAULT) to reach a robot's
+        # other computers, with SROS2 enclaves (README: "On a real robot").
+        DeclareLaunchArgument("discovery_range", default_value="LOCALHOST",
+                              description="ROS_AUTOMATIC_DISCOVERY_RANGE of every node: "
+                                          "LOCALHOST | SUBNET | SYSTEM_DEFAULT | OFF"),
+        SetEnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE",
+                               LaunchConfiguration("discovery_range")),
         DeclareLaunchArgument("namespace", default_value="",
                               description="the robot's namespace: every saycan/* name under it"),
         DeclareLaunchArgument("use_sim_time", default_value="false",
@@ -40,8 +50,10 @@ def generate_launch_description():
              parameters=[params_file, sim_time, {"model": model}], output="screen"),
         Node(package="saycan_ros", executable="affordance", name="affordance", namespace=namespace,
              parameters=[params_file, sim_time], output="screen"),
+        # respawned after a crash; the session (one per launch) lets it restore its world
         Node(package="saycan_ros", executable="skill_executor", name="skill_executor", namespace=namespace,
-             parameters=[params_file, sim_time], output="screen"),
+             parameters=[params_file, sim_time, {"session": session}], output="screen",
+             respawn=True, respawn_delay=1.0),
         Node(package="saycan_ros", executable="planner", name="planner", namespace=namespace,
              parameters=[params_file, sim_time, {"strategy": strategy}], output="screen"),
         # voice:=true, audio_file:=..., microphone:=true, rviz:=true (the arguments pass through)

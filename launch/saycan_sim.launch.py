@@ -17,7 +17,8 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
+from launch.actions import (DeclareLaunchArgument, IncludeLaunchDescription,
+                            SetEnvironmentVariable)
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
@@ -32,6 +33,13 @@ def generate_launch_description():
     model = LaunchConfiguration("model")
     affordance_file = LaunchConfiguration("affordance_file")
     return LaunchDescription([
+        # DDS stays on this machine unless asked: SUBNET (or SYSTEM_DEFAULT) to reach a robot's
+        # other computers, with SROS2 enclaves (README: "On a real robot").
+        DeclareLaunchArgument("discovery_range", default_value="LOCALHOST",
+                              description="ROS_AUTOMATIC_DISCOVERY_RANGE of every node: "
+                                          "LOCALHOST | SUBNET | SYSTEM_DEFAULT | OFF"),
+        SetEnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE",
+                               LaunchConfiguration("discovery_range")),
         DeclareLaunchArgument("params_file", default_value=os.path.join(config, "saycan.yaml"),
                               description="ros__parameters of the planning nodes"),
         DeclareLaunchArgument("executors_file",

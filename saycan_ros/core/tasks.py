@@ -26,6 +26,8 @@ FAMILIES = ("nl_single", "nl_nouns", "nl_verbs", "structured", "embodiment", "cr
             "long_horizon")
 INIT_KEYS = {"robot_at", "holding", "objects", "absent"}
 MAX_INSTRUCTION_CHARS = 2000
+#: An init names at most every object and place of a kitchen once: a few hundred characters.
+MAX_INIT_CHARS = 20_000
 
 
 class TaskError(ValueError):
@@ -51,25 +53,25 @@ class TaskInit:
         if unknown:
             raise TaskError(f"init has unknown keys {sorted(unknown)}; allowed: {sorted(INIT_KEYS)}")
         try:
-            robot_at = data.get("robot_at")
+            robot_at = _name_or_none(data.get("robot_at"), "robot_at")
             if robot_at is not None:
-                kitchen.location(str(robot_at))
-            holding = data.get("holding")
+                kitchen.location(robot_at)
+            holding = _name_or_none(data.get("holding"), "holding")
             if holding in ("none", ""):
                 holding = None
             if holding is not None:
-                kitchen.object(str(holding))
+                kitchen.object(holding)
             objects = data.get("objects") or {}
             if not isinstance(objects, Mapping):
                 raise TaskError("init.objects must map object -> location")
             for obj, loc in objects.items():
-                kitchen.object(str(obj))
-                kitchen.location(str(loc))
+                kitchen.object(_name(obj, "objects key"))
+                kitchen.location(_name(loc, f"objects[{obj!r}]"))
             absent = data.get("absent") or []
             if isinstance(absent, str) or not isinstance(absent, Sequence):
                 raise TaskError("init.absent must be a list of objects")
             for obj in absent:
-                kitchen.object(str(obj))
+                kitchen.object(_name(obj, "absent item"))
         except KitchenError as exc:
             raise TaskError(f"init: {exc}") from None
         init = cls(robot_at=None if robot_at is None else str(robot_at),
@@ -99,6 +101,46 @@ class TaskInit:
     def to_mapping(self) -> dict:
         return {"robot_at": self.robot_at, "holding": self.holding,
                 "objects": dict(self.objects), "absent": list(self.absent)}
+
+
+def _name(value, where: str) -> str:
+    """A name of the kitchen as given: text only, checked before it is formatted anywhere (a
+    YAML alias bomb is a nested list whose str() would not fit in memory)."""
+    if not isinstance(value, str):
+        raise TaskError(f"init.{where} must be a name (text), got {type(value).__name__}")
+    return value
+
+
+def _name_or_none(value, where: str) -> str | None:
+    return None if value is None else _name(value, where)
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """The safe loader without anchors and aliases: a start state has no use for them, and
+    they are how a few hundred bytes of YAML expand into billions of nodes."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.get_event()
+            raise TaskError(f"init: YAML aliases (*{event.anchor}) are not accepted")
+        return super().compose_node(parent, index)
+
+
+def parse_init_text(text: str, kitchen: Kitchen) -> TaskInit:
+    """A task ``init`` given as JSON or YAML text, as a service request carries it ("" or "{}"
+    = the default scene): at most :data:`MAX_INIT_CHARS` characters, no YAML aliases, names
+    only where names go. Raises :class:`TaskError`."""
+    if not isinstance(text, str):
+        raise TaskError(f"init must be text, got {type(text).__name__}")
+    if len(text) > MAX_INIT_CHARS:
+        raise TaskError(f"init has {len(text)} characters; the limit is {MAX_INIT_CHARS}")
+    if not text.strip():
+        return TaskInit()
+    try:
+        data = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise TaskError(f"init is not JSON/YAML: {str(exc)[:300]}") from None
+    return TaskInit.from_mapping(data, kitchen)
 
 
 def init_to_json(init) -> str:

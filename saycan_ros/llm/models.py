@@ -15,8 +15,8 @@ seconds). The folder is written to a temporary name and renamed when complete, s
 conversion is never mistaken for a finished one.
 
 Model specs accepted by :func:`load_causal_lm`: a shorthand above, a path to a ``.gguf`` file, a
-local Hugging Face model folder, or a Hugging Face model id (only useful where the hub cache
-already holds it).
+local Hugging Face model folder. Anything else (a hub id, a mistyped name) is refused: nothing is
+fetched from a model hub (``saycan_ros`` also sets the libraries' offline switches).
 """
 
 from __future__ import annotations
@@ -205,8 +205,8 @@ def load_causal_lm(spec: str, dtype: Any = "float32", *, use_cache: bool = True)
         source = "folder"
     elif spec.endswith(".gguf"):
         raise FileNotFoundError(f"GGUF file not found: {spec}")
-    else:
-        source = "hub"
+    else:   # never a hub id: nothing may leave the machine for a mistyped name
+        raise ValueError(unknown_model_message(spec))
 
     if target is None:   # ordinary HF folder / hub id
         path = str(Path(spec).expanduser()) if source == "folder" else spec
@@ -245,6 +245,15 @@ def load_causal_lm(spec: str, dtype: Any = "float32", *, use_cache: bool = True)
     _LOG.info("loaded %s in %.1f s (%s%s)", spec, info.seconds, source,
               ", cached folder" if from_cache else "")
     return model, tokenizer, info
+
+
+def unknown_model_message(spec: str) -> str:
+    """Why ``spec`` names no offline model, with the nearest shipped name."""
+    import difflib
+    near = difflib.get_close_matches(spec.lower(), list(SHORTHANDS), n=1, cutoff=0.6)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    return (f"model {spec!r} is neither a shipped model ({', '.join(SHORTHANDS)}) nor a local "
+            f"Hugging Face folder or .gguf file{hint}; model hubs are never asked")
 
 
 def display_name(spec: str) -> str:

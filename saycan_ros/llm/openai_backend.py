@@ -9,7 +9,10 @@ generated token lies after the option and is ignored).
 
 Only the standard library is used (urllib). The API key is read from the environment variable
 named by ``api_key_env`` (default ``OPENAI_API_KEY``) and never from the config; without it no
-Authorization header is sent (fine for a local vLLM).
+Authorization header is sent (fine for a local vLLM). The key is sent only over https or to a
+loopback address, never along a redirect (redirects are not followed), and no message this
+module raises holds the key, the URL's credentials or the server's error body (which may echo
+the request's headers).
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import ipaddress
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any, Mapping, Sequence
 
@@ -37,6 +42,47 @@ class ServerError(RuntimeError):
     """The server failed, answered malformed data, or lacks a needed feature."""
 
 
+def _scrub(text: str, key: str | None) -> str:
+    """``text`` without the key, whatever a library put into it."""
+    return text.replace(key, "<redacted>") if key else text
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its ``user:password@`` part (what messages and logs may show)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "<unparsable url>"
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def is_loopback(host: str | None) -> bool:
+    if not host:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect becomes an HTTPError: the request (and its key) goes nowhere else."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
 class OpenAIBackend(LanguageBackend):
     """Scores and generates through an OpenAI-compatible ``/v1/completions`` endpoint."""
 
@@ -52,6 +98,15 @@ class OpenAIBackend(LanguageBackend):
         if not model:
             raise ValueError("openai back end: model is required")
         self.base_url = base_url.rstrip("/")
+        parts = urllib.parse.urlsplit(self.base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"openai back end: base_url must be http(s)://host[:port]/..., got "
+                             f"{redact_url(self.base_url)!r}")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError(f"openai back end: base_url {redact_url(self.base_url)!r} carries "
+                             "credentials; put the key in the environment variable named by "
+                             "api_key_env instead")
+        self._secure = parts.scheme == "https" or is_loopback(parts.hostname)
         self.model = model
         self.api_key_env = api_key_env
         self.timeout_s = float(timeout_s)
@@ -80,32 +135,38 @@ class OpenAIBackend(LanguageBackend):
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         if key:
+            if not self._secure:
+                raise ServerError(f"refusing to send the API key (${self.api_key_env}) in clear "
+                                  f"to {self._url}: use https, or a loopback address")
             headers["Authorization"] = f"Bearer {key}"
         req = urllib.request.Request(self._url, data=data, headers=headers, method="POST")
         self.stats.forward_passes += 1
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+            with _OPENER.open(req, timeout=self.timeout_s) as resp:
                 body = resp.read()
         except urllib.error.HTTPError as exc:
+            # The body stays out of the message (a server may echo the request's headers);
+            # only the max_tokens retry looks into it.
             detail = exc.read()[:500].decode(errors="replace")
-            err = ServerError(f"{self._url} (model {self.model!r}) answered HTTP {exc.code}: "
-                              f"{detail.strip() or exc.reason}")
+            moved = " (a redirect: not followed)" if 300 <= exc.code < 400 else ""
+            err = ServerError(f"{self._url} (model {self.model!r}) answered HTTP {exc.code} "
+                              f"{_scrub(str(exc.reason), key)}{moved}")
             err.status = exc.code  # type: ignore[attr-defined]
             err.detail = detail    # type: ignore[attr-defined]
             raise err from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise ServerError(f"cannot reach {self._url}: {reason}") from None
+            raise ServerError(f"cannot reach {self._url}: {_scrub(str(reason), key)}") from None
         try:
             out = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise ServerError(f"{self._url} returned malformed JSON: "
-                              f"{body[:200].decode(errors='replace')!r}") from None
+            raise ServerError(f"{self._url} returned malformed JSON ({len(body)} bytes)") from None
         if not isinstance(out, dict):
             raise ServerError(f"{self._url} returned JSON of type {type(out).__name__}, "
                               "expected an object")
         if "error" in out and "choices" not in out:
-            raise ServerError(f"{self._url} returned an error: {out['error']}")
+            raise ServerError(f"{self._url} returned an error (its body is not shown: see the "
+                              "server's log)")
         return out
 
     def _choices(self, out: dict, n_expected: int) -> list[dict]:

@@ -35,9 +35,9 @@ class ExecutionResult:
 
 
 class ScoreSource(Protocol):
-    """``scene``: the scene line at the plan's start (:mod:`saycan_ros.planning.scene`; after the
-    latest put-down with ``Planner(refresh_scene=True)``), for
-    language scorers whose prompt shows it; others ignore it."""
+    """``scene``: the scene line (:mod:`saycan_ros.planning.scene`: the world at the plan's start,
+    or after the latest put-down with ``Planner(refresh_scene=True)``), for language scorers
+    whose prompt shows it; others ignore it."""
     def score(self, instruction: str, history: Sequence[str], skills: Sequence[str],
               min_state_revision: int = 0, scene: str = "") -> tuple[np.ndarray, np.ndarray]: ...
 
@@ -117,7 +117,8 @@ class StepContext:
     #: What the robot perceives now (``Planner(observe=...)``), e.g. ``{"location": "table",
     #: "objects": ["apple", ...]}``; ``None`` when the planner has no observer.
     observation: Mapping[str, Any] | None = None
-    #: The world when the instruction was given, as one line (``Planner(describe=...)``).
+    #: The scene line (``Planner(describe=...)``): the world at the start (re-read after each
+    #: put-down with ``refresh_scene``).
     scene: str = ""
 
 
@@ -204,7 +205,7 @@ class Planner:
                  on_step: Callable[[StepRecord], None] | None = None,
                  observe: Callable[[], Mapping[str, Any]] | None = None,
                  max_failures: int = 0, describe: Callable[[], str] | None = None,
-                 refresh_scene: bool = False):
+                 cancel_event: threading.Event | None = None, refresh_scene: bool = False):
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         if max_failures < 0:
@@ -223,15 +224,33 @@ class Planner:
         # Failed skills tolerated per instruction: the loop re-scores from the new state (a
         # missed grasp is usually tried again); 0: the first failure ends the plan.
         self.max_failures = max_failures
-        self.cancel_event = threading.Event()
+        # Given by a caller that acknowledges cancels before the plan starts (the planner node):
+        # a cancel holds from the moment it is set, even before run() begins.
+        self.cancel_event = cancel_event if cancel_event is not None else threading.Event()
+        # Held while deciding to dispatch a skill and while cancelling: a cancel either comes
+        # first (nothing starts) or finds the skill dispatched (then the executor is told).
+        self.dispatch_lock = threading.RLock()
+        self.dispatched: str | None = None   # the skill whose execution was requested, if any
+        self.ended = False                   # run() has decided how the plan ends
 
-    def cancel(self) -> None:
-        self.cancel_event.set()
+    def cancel(self) -> bool:
+        """Cancel the plan: no skill starts after this returns. False when the plan has already
+        ended (the cancel changes nothing). :attr:`dispatched` is then the skill in execution,
+        if any: the caller stops it at its executor."""
+        with self.dispatch_lock:
+            if self.ended:
+                return False
+            self.cancel_event.set()
+            return True
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_event.is_set()
 
     def run(self, instruction: str, start_revision: int = 0) -> PlanResult:
         """Plan and execute; ``start_revision``: the world-state revision the first step's
-        affordances must reflect (e.g. after a reset)."""
-        self.cancel_event.clear()
+        affordances must reflect (e.g. after a reset). A planner that was cancelled stays
+        cancelled (its runs end at once): make one per instruction."""
         result = PlanResult(instruction, self.strategy.name)
         terminate = self.skills.terminate.text
         candidates = self.skills.texts
@@ -249,6 +268,8 @@ class Planner:
                     StepContext(instruction, result.plan, candidates, revision, observation,
                                 scene))
             except Exception as exc:  # noqa: BLE001 - any source failure ends the plan cleanly
+                if self.cancelled:        # the pending score was abandoned for the cancel
+                    return self._end(result, "cancelled", f"cancelled during step {step}")
                 return self._end(result, "failed", f"step {step}: scoring failed: {exc}")
             if decision.selected not in self.skills:  # never run what is not in the registry
                 return self._end(result, "failed",
@@ -256,27 +277,43 @@ class Planner:
             record = StepRecord(step, list(candidates), decision.llm, decision.affordance,
                                 decision.combined, decision.selected, note=decision.note)
             result.steps.append(record)
-            if self.on_decision is not None:
-                self.on_decision(record)
-            if self.cancel_event.is_set():
+            if self.cancelled:            # chosen, not announced as executing: nothing runs
                 record.message = "not executed: cancelled"
                 self._notify(record)
                 return self._end(result, "cancelled", "cancelled before execution")
+            if self.on_decision is not None:
+                self.on_decision(record)
             if decision.selected == terminate:
+                if self.cancelled:
+                    record.message = "not executed: cancelled"
+                    self._notify(record)
+                    return self._end(result, "cancelled", "cancelled before execution")
                 record.success, record.message = True, "done"
                 record.seconds = time.perf_counter() - started
                 self._notify(record)
                 return self._end(result, "succeeded", f"done after {step - 1} skills")
+            with self.dispatch_lock:      # a cancel from here on finds the skill dispatched
+                if self.cancelled:
+                    record.message = "not executed: cancelled"
+                    self._notify(record)
+                    return self._end(result, "cancelled", "cancelled before execution")
+                self.dispatched = decision.selected
             try:
                 outcome = self.executor.execute(decision.selected, self.skill_timeout_s)
             except Exception as exc:  # noqa: BLE001
                 outcome = ExecutionResult(False, f"executor error: {exc}")
+            finally:
+                with self.dispatch_lock:
+                    self.dispatched = None
             record.success, record.message = outcome.success, outcome.message
             record.seconds = time.perf_counter() - started
             revision = max(revision, outcome.state_revision)
             if self.refresh_scene and changes_scene(self.skills.get(decision.selected)):
                 scene = self._scene(result, scene)
             self._notify(record)
+            if self.cancelled:            # stopped by the cancel (or ended while it came)
+                return self._end(result, "cancelled",
+                                 f"cancelled during {decision.selected!r}: {outcome.message}")
             if not outcome.success:
                 failures += 1
                 replans = self.strategy.continue_after_failure(record)   # it may re-plan
@@ -286,8 +323,8 @@ class Planner:
         return self._end(result, "max_steps", f"no 'done' within {self.max_steps} steps")
 
     def _scene(self, result: PlanResult, last: str) -> str:
-        """The scene line now (read at the start and, with ``refresh_scene``, after each step
-        that :func:`~saycan_ros.planning.scene.changes_scene`); the last one if it cannot be read."""
+        """The scene line now (read at the start and after each step that
+        :func:`~saycan_ros.planning.scene.changes_scene`); the last one if it cannot be read."""
         if self.describe is None:
             return ""
         try:
@@ -300,7 +337,10 @@ class Planner:
         if self.on_step is not None:
             self.on_step(record)
 
-    @staticmethod
-    def _end(result: PlanResult, state: str, message: str) -> PlanResult:
+    def _end(self, result: PlanResult, state: str, message: str) -> PlanResult:
+        with self.dispatch_lock:   # a cancel from now on is answered "ended", not lost
+            if self.cancelled and state != "cancelled":   # acknowledged: it holds
+                state, message = "cancelled", f"cancelled ({message})"
+            self.ended = True
         result.state, result.message = state, message
         return result

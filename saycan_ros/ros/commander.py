@@ -35,8 +35,8 @@ from saycan_ros.ros.nodes.common import (AFFORDANCE_SERVICE, CANCEL_SERVICE, EXE
                                          FOLLOW_ACTION, INSTRUCTION_TOPIC, LATCHED_QOS,
                                          LLM_SERVICE, RESET_SERVICE, RESULT_TOPIC,
                                          SKILL_SCORES_TOPIC, STATE_SERVICE, STATUS_TOPIC,
-                                         call_service)
-from saycan_ros.srv import GetWorldState, ResetWorld
+                                         WatchedClient, call_service)
+from saycan_ros.srv import ExecuteSkill, GetWorldState, ResetWorld, SkillScore
 
 TERMINAL_STATES = ("succeeded", "failed", "cancelled")
 
@@ -64,6 +64,11 @@ class SayCanCommander(Node):
         self.cancel_client = self.create_client(Trigger, CANCEL_SERVICE, callback_group=group)
         self.action_client = ActionClient(self, FollowInstruction, FOLLOW_ACTION,
                                           callback_group=group)
+        # readiness probes: a service counts once its server beats (a killed node's
+        # services stay in the graph for the DDS participant lease, ~20 s)
+        self._probes = {name: WatchedClient(self, kind, name, group) for name, kind in
+                        ((LLM_SERVICE, SkillScore), (AFFORDANCE_SERVICE, SkillScore),
+                         (EXECUTE_SERVICE, ExecuteSkill))}
         self._lock = threading.Lock()
         self._sent: str | None = None
         self._started = False
@@ -81,13 +86,13 @@ class SayCanCommander(Node):
         ``gone()``, checked as often, says which node has died (empty while all run): then
         :class:`GraphDown` is raised at once instead of waiting out the timeout."""
         deadline = time.monotonic() + timeout_s
-        services = (LLM_SERVICE, AFFORDANCE_SERVICE, EXECUTE_SERVICE, CANCEL_SERVICE)
         while time.monotonic() < deadline:
             dead = gone() if gone is not None else ""
             if dead:
                 raise GraphDown(f"the SayCan graph cannot come up: {dead}")
-            names = {name for name, _ in self.get_service_names_and_types()}
-            missing = [s for s in services if self.resolve_service_name(s) not in names]
+            missing = [name for name, probe in self._probes.items() if not probe.alive]
+            if not self.cancel_client.service_is_ready():
+                missing.append(CANCEL_SERVICE)
             if not missing and self.instruction_pub.get_subscription_count() > 0 \
                     and self.action_client.server_is_ready():
                 return
@@ -107,6 +112,7 @@ class SayCanCommander(Node):
                            timeout_s: float = 10.0) -> bool:
         """Send ``text`` as a FollowInstruction goal. False when the planner rejects it (bad
         text, unknown strategy, busy): :meth:`get_result` then says why."""
+        _check_carriable(text)
         if not self.action_client.wait_for_server(timeout_sec=timeout_s):
             raise TimeoutError(f"no {FOLLOW_ACTION} action server after {timeout_s:g} s")
         self._begin(text)
@@ -132,6 +138,7 @@ class SayCanCommander(Node):
 
     def send_instruction(self, text: str) -> None:
         """Publish ``text`` on the instruction topic (no goal: follow it by the status)."""
+        _check_carriable(text)
         self._begin(text)
         self.instruction_pub.publish(String(data=text))
 
@@ -245,6 +252,14 @@ class SayCanCommander(Node):
                     self._record = data
                 else:
                     self._result_data = data
+
+
+def _check_carriable(text: str) -> None:
+    """Refuse text that a ROS string cannot carry whole: rosidl ends it at a NUL byte, so the
+    planner would get (and run) only the prefix."""
+    if "\x00" in text:
+        raise ValueError("the instruction contains a NUL byte; the planner would get only the "
+                         "text before it")
 
 
 def _wait(future, timeout_s: float, what: str):

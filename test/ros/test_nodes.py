@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 rclpy = pytest.importorskip("rclpy")
-from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 
@@ -19,26 +18,13 @@ from saycan_ros.ros.nodes.llm_scorer_node import LlmScorerNode  # noqa: E402
 from saycan_ros.ros.nodes.planner_node import PlannerNode  # noqa: E402
 from saycan_ros.ros.nodes.skill_executor_node import SkillExecutorNode  # noqa: E402
 from saycan_ros.srv import ExecuteSkill, SkillScore  # noqa: E402
-
-
-def remapped(prefix: str, *names: str) -> list[str]:
-    """``--ros-args -r`` rules moving the given names under ``prefix`` (an isolated graph)."""
-    args = ["--ros-args"]
-    for name in names:
-        args += ["-r", f"{name}:={prefix}{name}"]
-    return args
+from ros_fixtures import remapped, spinning  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def ros():
-    rclpy.init()
-    executor = MultiThreadedExecutor(num_threads=8)
-    import threading
-    thread = threading.Thread(target=executor.spin, daemon=True)
-    thread.start()
-    yield executor
-    executor.shutdown(timeout_sec=2)
-    rclpy.shutdown()
+    with spinning(8) as executor:
+        yield executor
 
 
 @pytest.fixture(scope="module")

@@ -58,6 +58,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if self.path != "/v1/completions":
             return self._send(404, b'{"error": "not found"}')
         mode = srv.mode
+        if mode == "redirect":            # to another origin, as a hijacked proxy might
+            self.send_response(307)
+            self.send_header("Location", srv.redirect_to)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
+        if mode == "echo-headers":        # an error page that shows the request's headers
+            body = {"error": {"message": "bad key", "headers": dict(self.headers)}}
+            return self._send(401, json.dumps(body).encode())
+        if mode == "200-echo-headers":
+            return self._send(200, json.dumps({"error": dict(self.headers)}).encode())
         if mode == "500":
             return self._send(500, b'{"error": {"message": "internal boom"}}')
         if mode == "badjson":
@@ -183,8 +194,9 @@ def test_missing_prompt_logprobs_is_a_clear_error(server, mode, match):
 
 def test_http_500_and_malformed_json_are_clear_errors(server):
     server.mode = "500"
-    with pytest.raises(ServerError, match=r"HTTP 500.*internal boom"):
+    with pytest.raises(ServerError, match=r"HTTP 500") as error:
         _backend(server).option_logprobs(PREFIX, QUERY, OPTIONS)
+    assert "internal boom" not in str(error.value)      # server bodies stay out of messages
     server.mode = "badjson"
     with pytest.raises(ServerError, match="malformed JSON"):
         _backend(server).option_logprobs(PREFIX, QUERY, OPTIONS)
@@ -253,3 +265,63 @@ def test_the_api_key_never_shows_in_errors_reprs_or_logs(server, monkeypatch, ca
         make_backend({"type": "openai", "base_url": "http://x/v1", "model": "m",
                       "api_key": secret})
     assert secret not in str(error.value)
+
+
+def _other_server():
+    """A second origin that records what reaches it."""
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    other.mode, other.requests = "vllm", []
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    return other
+
+
+def test_a_redirect_is_not_followed_and_the_key_goes_nowhere_else(server, monkeypatch):
+    secret = "sk-redirect-4711"
+    monkeypatch.setenv("FAKE_KEY", secret)
+    other = _other_server()
+    try:
+        server.mode = "redirect"
+        server.redirect_to = f"http://localhost:{other.server_address[1]}/v1/completions"
+        with pytest.raises(ServerError, match="HTTP 307.*redirect: not followed") as error:
+            _backend(server, api_key_env="FAKE_KEY").option_logprobs(PREFIX, QUERY, OPTIONS)
+        assert server.requests[0]["auth"] == f"Bearer {secret}"     # the server was asked once
+        assert other.requests == []                                  # nothing followed it
+        assert secret not in str(error.value)
+    finally:
+        other.shutdown()
+        other.server_close()
+
+
+@pytest.mark.parametrize("mode", ["echo-headers", "200-echo-headers"])
+def test_an_error_body_that_echoes_the_headers_does_not_leak_the_key(
+        server, monkeypatch, mode):
+    secret = "sk-echo-4711"
+    monkeypatch.setenv("FAKE_KEY", secret)
+    server.mode = mode
+    with pytest.raises(ServerError) as error:
+        _backend(server, api_key_env="FAKE_KEY").option_logprobs(PREFIX, QUERY, OPTIONS)
+    assert server.requests[0]["auth"] == f"Bearer {secret}"         # the key was in the echo
+    assert secret not in str(error.value) and secret not in repr(error.value)
+
+
+def test_the_key_is_sent_only_over_https_or_loopback(monkeypatch):
+    monkeypatch.setenv("FAKE_KEY", "sk-clear-4711")
+    backend = OpenAIBackend("http://192.0.2.10:8000/v1", "m", api_key_env="FAKE_KEY",
+                            timeout_s=0.5)
+    with pytest.raises(ServerError, match="refusing to send the API key .* in clear") as error:
+        backend.option_logprobs(PREFIX, QUERY, OPTIONS)
+    assert "sk-clear-4711" not in str(error.value)
+    assert backend.stats.forward_passes == 0       # refused before anything was sent
+    from saycan_ros.llm.openai_backend import is_loopback
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("192.0.2.10") and not is_loopback("example.com")
+
+
+def test_credentials_in_the_base_url_are_refused_and_never_echoed():
+    with pytest.raises(ValueError) as error:
+        OpenAIBackend("http://user:hunter2@127.0.0.1:9/v1", "m")
+    assert "hunter2" not in str(error.value) and "user:" not in str(error.value)
+    assert "http://127.0.0.1:9/v1" in str(error.value)
+    from saycan_ros.llm.openai_backend import redact_url
+    assert redact_url("https://u:p@h.example:8443/v1") == "https://h.example:8443/v1"
+    assert redact_url("http://[::1]:8000/v1") == "http://[::1]:8000/v1"

@@ -26,12 +26,13 @@ from saycan_ros.planning.affordance import AffordanceContext, check_covers, load
 from saycan_ros.core.kitchen import load_kitchen
 from saycan_ros.planning.local import needs_observation
 from saycan_ros.msg import WorldState
-from saycan_ros.ros.nodes.common import (AFFORDANCE_SERVICE, LATCHED_QOS, WORLD_STATE_TOPIC,
-                                         declare_parameters, spin_node)
+from saycan_ros.ros.nodes.common import (AFFORDANCE_SERVICE, LATCHED_QOS, STATE_SERVICE,
+                                         WORLD_STATE_TOPIC, ServiceCallError, announce_alive,
+                                         call_service, declare_parameters, spin_node)
 from saycan_ros.ros.nodes.conversions import msg_to_snapshot
 from saycan_ros.robot.arm import JOINT_NAMES
 from saycan_ros.core.skills import UnknownSkillError, load_skills
-from saycan_ros.srv import SkillScore
+from saycan_ros.srv import GetWorldState, SkillScore
 from sensor_msgs.msg import Image, JointState
 
 #: Skills already executed that a request may carry (a plan is at most 100 steps).
@@ -77,8 +78,14 @@ class AffordanceNode(Node):
                                      qos_profile_sensor_data, callback_group=group)
             self.create_subscription(JointState, "joint_states", self.on_joints, 10,
                                      callback_group=group)
+        # Requests run side by side (one waiting for a state does not hold up the others); the
+        # models themselves score one request at a time.
+        self._model_lock = threading.Lock()
+        self.state_client = self.create_client(GetWorldState, STATE_SERVICE,
+                                               callback_group=ReentrantCallbackGroup())
         self.create_service(SkillScore, AFFORDANCE_SERVICE, self.on_score,
-                            callback_group=MutuallyExclusiveCallbackGroup())
+                            callback_group=ReentrantCallbackGroup())
+        self.alive_pub = announce_alive(self, AFFORDANCE_SERVICE)
         if self.observe:
             self.get_logger().info("scoring learned affordances from camera/image_raw and "
                                    "joint_states")
@@ -128,8 +135,28 @@ class AffordanceNode(Node):
                 self._state = snapshot
             self._state_changed.notify_all()
 
+    def _world_revision(self) -> int | None:
+        """The revision the world serves now (GetWorldState), None when it cannot say."""
+        if not self.state_client.service_is_ready():
+            return None
+        try:
+            response = call_service(self, self.state_client, GetWorldState.Request(), 1.0,
+                                    "world state")
+        except ServiceCallError:
+            return None
+        return int(response.state.revision)
+
     def _wait_for_state(self, min_revision: int):
         timeout = self.params["state_timeout_s"]
+        with self._state_changed:
+            if self._state is not None and self._state.revision >= min_revision:
+                return self._state
+        # Behind: the world's own answer tells a late message from a revision that does not
+        # exist (a request must not hold the node for the timeout for something never coming).
+        world = self._world_revision()
+        if world is not None and world < min_revision:
+            raise LookupError(f"the world is at revision {world}; revision {min_revision} does "
+                              "not exist")
         with self._state_changed:
             ready = self._state_changed.wait_for(
                 lambda: self._state is not None and self._state.revision >= min_revision,
@@ -155,7 +182,11 @@ class AffordanceNode(Node):
         except UnknownSkillError as exc:
             response.message = str(exc)
             return response
-        state = self._wait_for_state(int(request.min_state_revision))
+        try:
+            state = self._wait_for_state(int(request.min_state_revision))
+        except LookupError as exc:
+            response.message = f"no world state with revision >= {request.min_state_revision}: {exc}"
+            return response
         if state is None:
             have = "none" if self._state is None else f"revision {self._state.revision}"
             response.message = (f"no world state with revision >= {request.min_state_revision} "
@@ -170,8 +201,9 @@ class AffordanceNode(Node):
                 response.message = f"affordance observation: {exc}"
                 return response
         try:
-            probs, raws = self.scorer.score(skills, history,
-                                            AffordanceContext(self.kitchen, state, observation))
+            with self._model_lock:
+                probs, raws = self.scorer.score(skills, history,
+                                                AffordanceContext(self.kitchen, state, observation))
         except Exception as exc:  # noqa: BLE001 - a model failure is reported, not fatal
             response.message = f"affordance model failed: {exc}"
             return response

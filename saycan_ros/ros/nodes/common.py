@@ -4,13 +4,16 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from typing import Any, Callable
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import Empty
 
 #: Topics and services of the stack, relative to the node's namespace (remap them like any ROS
 #: name): without one they are /saycan/...; under ``__ns:=/robot1`` they are /robot1/saycan/...,
@@ -34,8 +37,87 @@ LATCHED_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
+#: A server's sign of life: an Empty on ``<service>/alive`` every :data:`BEAT_S`. A client
+#: counts the server gone after :data:`ALIVE_TIMEOUT_S` without one, where the graph
+#: (``service_is_ready``) still lists a killed process's service for the DDS participant lease
+#: (about 20 s with Fast DDS). Beats, not the DDS liveliness QoS: Fast DDS reports a writer's
+#: liveliness to only the first reader in the same process. 3 s, not less: two busy cores may
+#: delay a beat.
+BEAT_S = 0.5
+ALIVE_TIMEOUT_S = 3.0
+ALIVE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+#: How often a waiting call looks at its abort flag and its server's beats.
+POLL_S = 0.02
+
+
 class ServiceCallError(RuntimeError):
-    """A service that is absent, timed out or failed."""
+    """A service that is absent, timed out, gone or failed."""
+
+
+class CallAbandoned(ServiceCallError):
+    """The caller gave up waiting (a cancel): the answer, if it comes, is dropped."""
+
+
+def alive_topic(node: Node, service: str) -> str:
+    """The beat topic of ``service`` as this node resolves it (remaps included)."""
+    return node.resolve_service_name(service) + "/alive"
+
+
+def announce_alive(node: Node, service: str):
+    """Beat on ``<service>/alive`` so that clients notice within :data:`ALIVE_TIMEOUT_S` when
+    this server is gone (its own callback group: a long request does not hold the beats)."""
+    publisher = node.create_publisher(Empty, alive_topic(node, service), ALIVE_QOS)
+    publisher.publish(Empty())
+    node.create_timer(BEAT_S, lambda: publisher.publish(Empty()),
+                      callback_group=MutuallyExclusiveCallbackGroup())
+    return publisher
+
+
+class WatchedClient:
+    """A service client that knows when its server is gone, and calls that a cancel can abandon.
+
+    ``gone()`` says why the server cannot answer: its service left the graph (a clean exit), or
+    its beats on ``<service>/alive`` stopped (a killed or hung process). A server that never
+    beat (a third-party one) is judged by the graph and the timeout only."""
+
+    def __init__(self, node: Node, srv_type, name: str, group=None):
+        self.node = node
+        self.client = node.create_client(srv_type, name, callback_group=group)
+        self._last_beat: float | None = None          # monotonic time of the latest beat
+        node.create_subscription(Empty, alive_topic(node, name), self._on_beat, ALIVE_QOS,
+                                 callback_group=group)
+
+    @property
+    def srv_name(self) -> str:
+        return self.client.srv_name
+
+    def _on_beat(self, _msg) -> None:
+        self._last_beat = time.monotonic()
+
+    def _silent_s(self) -> float | None:
+        last = self._last_beat
+        return None if last is None else time.monotonic() - last
+
+    @property
+    def alive(self) -> bool:
+        """In the graph and beating now (what "ready" means for the stack's own servers, which
+        all beat)."""
+        silent = self._silent_s()
+        return silent is not None and silent < ALIVE_TIMEOUT_S and self.client.service_is_ready()
+
+    def gone(self) -> str:
+        """Why the server is gone ("" while it is there, or while it is unknown)."""
+        silent = self._silent_s()
+        if silent is not None and silent >= ALIVE_TIMEOUT_S:
+            return f"its node has shown no sign of life for {silent:.1f} s (stopped or killed)"
+        if not self.client.service_is_ready():
+            return "its service left the graph"
+        return ""
+
+    def call(self, request, timeout_s: float, label: str,
+             abort: Callable[[], bool] | None = None):
+        return call_service(self.node, self.client, request, timeout_s, label, abort=abort,
+                            gone=self.gone)
 
 
 def declare_parameters(node: Node, defaults: dict[str, Any],
@@ -55,30 +137,68 @@ def declare_parameters(node: Node, defaults: dict[str, Any],
     return values
 
 
-def call_service(node: Node, client, request, timeout_s: float, label: str):
+def nul_field(message) -> str:
+    """Which text field of a message holds a NUL byte ("" when none does). rosidl hands strings
+    to C, which ends them at the NUL: ``"go to the table\x00; rm -rf /"`` would arrive as
+    ``"go to the table"`` and run. Such a message must not be sent at all."""
+    for name, kind in message.get_fields_and_field_types().items():
+        value = getattr(message, name)
+        texts = [value] if kind.startswith(("string", "wstring")) else \
+            value if "string" in kind and isinstance(value, (list, tuple)) else []
+        if any(isinstance(t, str) and "\x00" in t for t in texts):
+            return f"field {name!r} contains a NUL byte (the receiver would get only its prefix)"
+    return ""
+
+
+def call_service(node: Node, client, request, timeout_s: float, label: str,
+                 abort: Callable[[], bool] | None = None, gone: Callable[[], str] | None = None):
     """Call ``client`` and wait for the answer from a thread other than the executor's.
 
-    The caller's thread blocks on an event while the executor (spinning elsewhere) delivers the
-    response; an absent server or a late answer raises :class:`ServiceCallError`.
+    The caller's thread waits while the executor (spinning elsewhere) delivers the response.
+    Raises :class:`ServiceCallError` for an absent server, a late answer, or a server that
+    ``gone()`` reports gone (checked every :data:`POLL_S`), and :class:`CallAbandoned` as soon as
+    ``abort()`` is true: the pending request is dropped, never waited out.
     """
-    if not client.wait_for_service(timeout_sec=timeout_s):
-        raise ServiceCallError(f"{label} ({client.srv_name}) is not available")
+    where = f"{label} ({client.srv_name})"
+    problem = nul_field(request)
+    if problem:
+        raise ServiceCallError(f"{where}: not sent: {problem}")
+    deadline = time.monotonic() + timeout_s
+    while not client.service_is_ready():
+        if abort is not None and abort():
+            raise CallAbandoned(f"{where}: abandoned (cancelled)")
+        if time.monotonic() >= deadline:
+            raise ServiceCallError(f"{where} is not available")
+        time.sleep(POLL_S)
     done = threading.Event()
     future = client.call_async(request)
     future.add_done_callback(lambda _: done.set())
-    if not done.wait(timeout_s):
-        client.remove_pending_request(future)
-        raise ServiceCallError(f"{label} ({client.srv_name}) did not answer within {timeout_s:g} s")
+    while not done.wait(POLL_S):
+        reason = ""
+        if abort is not None and abort():
+            client.remove_pending_request(future)
+            raise CallAbandoned(f"{where}: abandoned (cancelled)")
+        if gone is not None:
+            reason = gone()
+        if reason:
+            client.remove_pending_request(future)
+            raise ServiceCallError(f"{where} is gone: {reason}")
+        if time.monotonic() >= deadline:
+            client.remove_pending_request(future)
+            raise ServiceCallError(f"{where} did not answer within {timeout_s:g} s")
     if future.exception() is not None:
-        raise ServiceCallError(f"{label} ({client.srv_name}) failed: {future.exception()}")
+        raise ServiceCallError(f"{where} failed: {future.exception()}")
     return future.result()
 
 
 def check_local_discovery() -> None:
-    """Warn when DDS discovery may leave this machine (the stack is meant to run on loopback)."""
-    if os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE") not in ("LOCALHOST", "OFF"):
-        print("saycan_ros: ROS_AUTOMATIC_DISCOVERY_RANGE is not LOCALHOST; DDS discovery may "
-              "reach other machines", file=sys.stderr)
+    """DDS discovery on loopback unless the environment asks otherwise: an unset
+    ``ROS_AUTOMATIC_DISCOVERY_RANGE`` becomes LOCALHOST (before rclpy.init reads it), and a range
+    that may leave this machine is named on stderr."""
+    range_ = os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    if range_ not in ("LOCALHOST", "OFF"):
+        print(f"saycan_ros: ROS_AUTOMATIC_DISCOVERY_RANGE={range_}: DDS discovery may reach "
+              "other machines", file=sys.stderr)
 
 
 def spin_node(make_node: Callable[[], Node], args=None, threads: int = 4) -> None:

@@ -98,7 +98,7 @@ class NodeGraphWorld:
                 raise RuntimeError(f"kitchen_sim exited (log: {self.log_dir}/kitchen_sim.log)")
             if (self._reset.service_is_ready() and self._state.service_is_ready()
                     and self.sensors.has("image") and self.sensors.joints(JOINT_NAMES)
-                    and all(s.service_is_ready() for s in self.router._clients.values())):
+                    and self.router.ready()):
                 return
             time.sleep(0.1)
         raise TimeoutError(f"the node graph did not come up within {timeout:g} s "

@@ -22,7 +22,6 @@ import sys
 
 import rclpy
 import rclpy.executors
-import yaml
 from builtin_interfaces.msg import Time as TimeMsg
 from geometry_msgs.msg import TransformStamped, Twist, TwistStamped
 from nav_msgs.msg import OccupancyGrid, Odometry
@@ -36,6 +35,7 @@ from trajectory_msgs.msg import JointTrajectory
 from visualization_msgs.msg import Marker, MarkerArray
 
 from saycan_ros.core.kitchen import load_kitchen
+from saycan_ros.core.tasks import parse_init_text
 from saycan_ros.ros.nodes.camera_msgs import pinhole_info, rgb_image
 from saycan_ros.ros.nodes.conversions import planar_pose
 from saycan_ros.robot.arm import JOINT_NAMES, MAST
@@ -254,17 +254,12 @@ class KitchenSimNode(Node):
     # -- services -----------------------------------------------------------------------------------
     def reset_world(self, init_text: str, seed: int) -> tuple[bool, str]:
         try:
-            data = yaml.safe_load(init_text) if init_text.strip() else {}
-        except yaml.YAMLError as exc:
-            return False, f"init is not JSON/YAML: {exc}"
-        if data is None:
-            data = {}
-        if not isinstance(data, dict):
-            return False, f"init must be a mapping, got {type(data).__name__}"
-        try:
-            self.world.reset(data, seed=None if seed < 0 else seed)
+            init = parse_init_text(init_text, self.world.kitchen)
+            self.world.reset(init, seed=None if seed < 0 else seed)
         except ValueError as exc:        # TaskError / KitchenError: a bad name or key
             return False, str(exc)
+        except Exception as exc:  # noqa: BLE001 - a reset must never take the simulator down
+            return False, f"reset failed: {type(exc).__name__}: {str(exc)[:300]}"
         return True, f"reset: robot at {self.world.robot_location or '-'}, seed {self.world.seed}"
 
     def on_reset(self, request, response):

@@ -12,7 +12,7 @@ from rclpy.node import Node
 
 from saycan_ros.planning.language import ScoringError
 from saycan_ros.llm.config import LLMConfig
-from saycan_ros.ros.nodes.common import LLM_SERVICE, declare_parameters, spin_node
+from saycan_ros.ros.nodes.common import LLM_SERVICE, announce_alive, declare_parameters, spin_node
 from saycan_ros.planning.vocabulary import load_vocabulary
 from saycan_ros.stack import make_language_scorer
 from saycan_ros.srv import SkillScore
@@ -53,6 +53,7 @@ class LlmScorerNode(Node):
         except (ScoringError, ValueError) as exc:  # reported again on every request
             self.get_logger().error(f"the language model fails to score: {exc}")
         self.create_service(SkillScore, LLM_SERVICE, self.on_score)
+        self.alive_pub = announce_alive(self, LLM_SERVICE)
         self.get_logger().info(f"language scorer ready on {LLM_SERVICE}")
 
     def on_score(self, request, response):
@@ -71,6 +72,9 @@ class LlmScorerNode(Node):
             return response
         if any(not s.strip() for s in request.skills):
             response.message = "a candidate skill is empty"
+            return response
+        if len(set(request.skills)) < len(request.skills):   # bounds a request by the repertoire
+            response.message = "a candidate skill is repeated: each skill is scored once"
             return response
         if len(request.history) > MAX_HISTORY:
             response.message = f"{len(request.history)} history steps; the limit is {MAX_HISTORY}"

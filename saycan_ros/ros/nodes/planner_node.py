@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 import threading
+import time
+from typing import Callable
 
 import numpy as np
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
@@ -33,8 +35,8 @@ from saycan_ros.ros.nodes.common import (AFFORDANCE_SERVICE, CANCEL_SERVICE, EXE
                                          FOLLOW_ACTION, INSTRUCTION_TOPIC, LATCHED_QOS,
                                          LLM_SERVICE, RESULT_TOPIC, SKILL_MARKERS_TOPIC,
                                          SKILL_SCORES_TOPIC, STATE_SERVICE, STATUS_TOPIC,
-                                         ServiceCallError, call_service, declare_parameters,
-                                         spin_node)
+                                         ServiceCallError, WatchedClient, call_service,
+                                         declare_parameters, spin_node)
 from saycan_ros.ros.nodes.conversions import plan_result_to_msg, record_to_msg, score_markers
 from saycan_ros.planning.planner import ExecutionResult, Planner, PlannerError, PlanResult, StepRecord
 from saycan_ros.strategies.registry import make_strategy, node_strategy_names
@@ -48,7 +50,8 @@ DEFAULTS = {
     "strategy": "saycan",          # saycan | no_vf (saycan_ros.strategies.registry)
     "max_steps": 20,
     "score_timeout_s": 60.0,       # per scoring call
-    "execute_timeout_s": 300.0,    # per skill, on top of the skill's own timeout
+    "execute_timeout_s": 130.0,    # per skill, on top of skill_timeout_s (a dead executor is
+                                   # noticed within 3 s by its beats, not by this)
     "skill_timeout_s": 0.0,        # passed to ExecuteSkill (0 = the executor's default)
     "kitchen_file": "",
     "skills_file": "",
@@ -59,7 +62,8 @@ DESCRIPTIONS = {
     "strategy": "how the next skill is chosen: saycan (LLM x affordance) or no_vf (LLM only)",
     "max_steps": "skills per instruction before the plan ends as max_steps (>= 1)",
     "score_timeout_s": "seconds to wait for each SkillScore answer",
-    "execute_timeout_s": "seconds to wait for each ExecuteSkill answer, beyond the skill's own",
+    "execute_timeout_s": "seconds to wait for each ExecuteSkill answer beyond skill_timeout_s "
+                         "(covers the executors' own default, 120 s)",
     "skill_timeout_s": "timeout passed to ExecuteSkill (0: the executor's default)",
     "kitchen_file": "kitchen YAML ('' = config/kitchen.yaml)",
     "skills_file": "skill repertoire YAML ('' = config/skills.yaml)",
@@ -70,19 +74,29 @@ DESCRIPTIONS = {
 }
 
 
-class ServiceScoreSource:
-    """A SkillScore server seen through the planner's ScoreSource protocol."""
+#: SkillScore.min_state_revision is a uint64: what a Python caller may put there.
+MAX_REVISION = 2 ** 64 - 1
 
-    def __init__(self, node: Node, name: str, label: str, timeout_s: float, group):
-        self.node, self.label, self.timeout_s = node, label, timeout_s
-        self.client = node.create_client(SkillScore, name, callback_group=group)
+
+class ServiceScoreSource:
+    """A SkillScore server seen through the planner's ScoreSource protocol. ``abort()`` true
+    (the plan was cancelled) abandons a pending call at once."""
+
+    def __init__(self, node: Node, name: str, label: str, timeout_s: float, group,
+                 abort: Callable[[], bool] | None = None):
+        self.label, self.timeout_s, self.abort = label, timeout_s, abort
+        self.client = WatchedClient(node, SkillScore, name, group)
 
     def score(self, instruction, history, skills, min_state_revision=0, scene=""):
+        revision = int(min_state_revision)
+        if not 0 <= revision <= MAX_REVISION:   # rosidl would raise a bare SystemError
+            raise PlannerError(f"{self.label}: min_state_revision must be in 0..2^64-1, "
+                               f"got {revision}")
         request = SkillScore.Request(instruction=instruction, history=list(history),
-                                     skills=list(skills), min_state_revision=int(min_state_revision),
+                                     skills=list(skills), min_state_revision=revision,
                                      scene=scene)
         try:
-            response = call_service(self.node, self.client, request, self.timeout_s, self.label)
+            response = self.client.call(request, self.timeout_s, self.label, abort=self.abort)
         except ServiceCallError as exc:
             raise PlannerError(str(exc)) from None
         if not response.success:
@@ -91,17 +105,19 @@ class ServiceScoreSource:
 
 
 class ServiceExecutor:
-    """An ExecuteSkill server seen through the planner's SkillExecutor protocol."""
+    """An ExecuteSkill server seen through the planner's SkillExecutor protocol. ``abort()``
+    true abandons the pending call (the planner gives a cancelled skill a grace to stop)."""
 
-    def __init__(self, node: Node, name: str, timeout_s: float, group):
-        self.node, self.timeout_s = node, timeout_s
-        self.client = node.create_client(ExecuteSkill, name, callback_group=group)
+    def __init__(self, node: Node, name: str, timeout_s: float, group,
+                 abort: Callable[[], bool] | None = None):
+        self.timeout_s, self.abort = timeout_s, abort
+        self.client = WatchedClient(node, ExecuteSkill, name, group)
 
     def execute(self, skill: str, timeout_s: float = 0.0) -> ExecutionResult:
         request = ExecuteSkill.Request(skill=skill, timeout_s=float(timeout_s))
         try:
-            response = call_service(self.node, self.client, request,
-                                    self.timeout_s + timeout_s, "skill executor")
+            response = self.client.call(request, self.timeout_s + timeout_s, "skill executor",
+                                        abort=self.abort)
         except ServiceCallError as exc:
             return ExecutionResult(False, str(exc))
         return ExecutionResult(response.success, response.message, response.duration_s,
@@ -122,20 +138,31 @@ class PlannerNode(Node):
             raise ValueError("max_steps must be at least 1")
         kitchen = self.kitchen = load_kitchen(self.params["kitchen_file"] or None)
         self.skills = load_skills(kitchen, self.params["skills_file"] or None)
+        # The plan in hand: claimed (busy), its cancel flag, its Planner once built. The flag is
+        # made when the plan is claimed, so a cancel acknowledged at any moment after that holds.
+        self._busy = threading.Lock()
+        self._plan_lock = threading.Lock()
+        self._cancel = threading.Event()
+        self._cancelled_at = 0.0
+        self._finishing = False           # the plan in hand is publishing its end
+        self._planner: Planner | None = None
         clients = ReentrantCallbackGroup()
         self.language = ServiceScoreSource(self, LLM_SERVICE, "language scorer",
-                                           self.params["score_timeout_s"], clients)
+                                           self.params["score_timeout_s"], clients,
+                                           abort=self._cancel_requested)
         self.affordance = ServiceScoreSource(self, AFFORDANCE_SERVICE, "affordance scorer",
-                                             self.params["score_timeout_s"], clients)
+                                             self.params["score_timeout_s"], clients,
+                                             abort=self._cancel_requested)
         if self.params["registry_file"]:
             from saycan_ros.ros.nodes.routing import RoutingExecutor
             from saycan_ros.planning.skill_registry import load_registry
             self.executor_client = RoutingExecutor(
                 self, load_registry(self.params["registry_file"], self.skills),
-                self.params["execute_timeout_s"], clients)
+                self.params["execute_timeout_s"], clients, abort=self._cancel_overdue)
         else:
             self.executor_client = ServiceExecutor(self, EXECUTE_SERVICE,
-                                                   self.params["execute_timeout_s"], clients)
+                                                   self.params["execute_timeout_s"], clients,
+                                                   abort=self._cancel_overdue)
         self.state_client = self.create_client(GetWorldState, STATE_SERVICE,
                                                callback_group=clients)
         self.scores_pub = self.create_publisher(SkillScores, SKILL_SCORES_TOPIC, 10)
@@ -148,8 +175,6 @@ class PlannerNode(Node):
             self, FollowInstruction, FOLLOW_ACTION, execute_callback=self._execute_goal,
             goal_callback=self._on_goal, cancel_callback=self._on_goal_cancel,
             callback_group=ReentrantCallbackGroup())
-        self._busy = threading.Lock()
-        self._planner: Planner | None = None
         self._instruction = ""
         self._strategy = self.params["strategy"]
         self._feedback = None              # the running goal's publish_feedback, if any
@@ -183,14 +208,25 @@ class PlannerNode(Node):
 
     def _claim(self, instruction: str, strategy: str | None = None) -> bool:
         """Take the planner for ``instruction``, or publish why not (busy)."""
-        if not self._busy.acquire(blocking=False):
+        if not (self._busy.acquire(blocking=False)
+                or self._finishing and self._busy.acquire(timeout=FINISH_WAIT_S)):
             self._publish_status(PlanStatus.STATE_REJECTED, instruction, 0,
                                  f"rejected: busy with {self._instruction!r}; cancel it first "
                                  f"({CANCEL_SERVICE} or the {FOLLOW_ACTION} action)", [])
             return False
-        self._instruction = instruction
-        self._strategy = strategy or self.params["strategy"]
+        with self._plan_lock:
+            self._cancel = threading.Event()
+            self._instruction = instruction
+            self._strategy = strategy or self.params["strategy"]
         return True
+
+    def _cancel_requested(self) -> bool:
+        return self._cancel.is_set()
+
+    def _cancel_overdue(self) -> bool:
+        """A cancelled skill's executor had its grace to stop it and answer: stop waiting."""
+        return self._cancel.is_set() and \
+            time.monotonic() - self._cancelled_at > CANCEL_GRACE_S
 
     def on_cancel(self, request, response):
         if self._cancel_plan():
@@ -200,13 +236,23 @@ class PlannerNode(Node):
         return response
 
     def _cancel_plan(self) -> bool:
-        planner = self._planner
-        if planner is None:
-            return False
-        planner.cancel()
+        """Cancel the plan in hand, from its claim to its end: after this returns no skill
+        starts, and a skill already dispatched is told to stop."""
+        with self._plan_lock:
+            if not self._busy.locked():
+                return False
+            if self._cancel.is_set():                 # cancelled already: still cancelling
+                return True
+            self._cancelled_at = time.monotonic()
+            if self._planner is None:                # claimed, not started: it will not
+                self._cancel.set()
+                return True
+            if not self._planner.cancel():           # sets self._cancel, under its lock
+                return False                          # it has just ended
+            dispatched = self._planner.dispatched
         cancel_skill = getattr(self.executor_client, "cancel", None)
-        if cancel_skill is not None:  # stop the running skill too, not only the plan
-            threading.Thread(target=cancel_skill, daemon=True).start()
+        if dispatched is not None and cancel_skill is not None:
+            threading.Thread(target=cancel_skill, daemon=True, name="saycan-cancel").start()
         return True
 
     # -- the action ----------------------------------------------------------------------------
@@ -247,7 +293,6 @@ class PlannerNode(Node):
             result = self._run(instruction, goal.max_steps or self.params["max_steps"])
         finally:
             self._feedback = None
-            self._busy.release()
         state = _node_state(result)
         if state == PlanStatus.STATE_CANCELLED:
             goal_handle.canceled()
@@ -262,33 +307,42 @@ class PlannerNode(Node):
 
     # -- the plan ----------------------------------------------------------------------------
     def _run_and_release(self, instruction: str) -> None:
-        try:
-            self._run(instruction, self.params["max_steps"])
-        finally:
-            self._busy.release()
+        self._run(instruction, self.params["max_steps"])
 
     def _run(self, instruction: str, max_steps: int) -> PlanResult | None:
-        """Plan and execute (the caller holds the planner); None after a planner error."""
+        """Plan and execute, publish the end and release the planner (the caller claimed it).
+        None after a planner error."""
         self._plan: list[str] = []
+        result, error = None, ""
         try:
             strategy = make_strategy(self._strategy, self.language, self.affordance)
-            self._planner = Planner(self.skills, strategy, self.executor_client,
-                                    max_steps=max_steps,
-                                    skill_timeout_s=self.params["skill_timeout_s"],
-                                    on_decision=lambda r: self._on_decision(instruction, r),
-                                    on_step=lambda r: self._on_step(instruction, r),
-                                    describe=self._scene,
-                                    refresh_scene=self.params["refresh_scene"])
+            with self._plan_lock:                     # a cancel sees it built, or not at all
+                self._planner = Planner(self.skills, strategy, self.executor_client,
+                                        max_steps=max_steps,
+                                        skill_timeout_s=self.params["skill_timeout_s"],
+                                        on_decision=lambda r: self._on_decision(instruction, r),
+                                        on_step=lambda r: self._on_step(instruction, r),
+                                        describe=self._scene, cancel_event=self._cancel,
+                                        refresh_scene=self.params["refresh_scene"])
+                planner = self._planner
             self._publish_status(PlanStatus.STATE_PLANNING, instruction, 0, "planning", [])
-            result = self._planner.run(instruction, self._current_revision())
-            self._finish(result)
-            return result
+            result = planner.run(instruction, self._current_revision())
         except Exception as exc:  # noqa: BLE001 - the node must outlive any plan
-            self._publish_status(PlanStatus.STATE_FAILED, instruction, 0,
-                                 f"planner error: {exc}", [])
-            return None
+            error = f"planner error: {exc}"
+        # Whoever sees the terminal status may send the next instruction at once: from here a
+        # claim waits for the release instead of answering busy.
+        self._finishing = True
+        try:
+            with self._plan_lock:
+                self._planner = None
+            if result is not None:
+                self._finish(result)
+            else:
+                self._publish_status(PlanStatus.STATE_FAILED, instruction, 0, error, [])
         finally:
-            self._planner = None
+            self._finishing = False
+            self._busy.release()
+        return result
 
     def _current_revision(self) -> int:
         """The world's revision now, so the first affordances see the state the instruction
@@ -361,6 +415,12 @@ class PlannerNode(Node):
         self._publish_status(_node_state(result), result.instruction, len(result.steps),
                              result.message, result.plan)
 
+
+#: Seconds a cancelled skill's executor has to stop it and answer before the planner stops
+#: waiting (the answer carries the world's revision; a hung executor must not hold the cancel).
+CANCEL_GRACE_S = 1.0
+#: A claim that meets a plan publishing its end waits this long for it (milliseconds, usually).
+FINISH_WAIT_S = 2.0
 
 #: The most steps a goal may ask for (a typo of 10,000 must not keep a robot busy all day).
 MAX_GOAL_STEPS = 100

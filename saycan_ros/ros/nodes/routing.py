@@ -16,11 +16,12 @@ Wiring in the planner node (parameter ``registry_file``; "" keeps the single ``/
 from __future__ import annotations
 
 import threading
+from typing import Callable
 
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 
-from saycan_ros.ros.nodes.common import ServiceCallError, call_service
+from saycan_ros.ros.nodes.common import ServiceCallError, WatchedClient, call_service
 from saycan_ros.planning.planner import ExecutionResult
 from saycan_ros.planning.skill_registry import RegistryError, SkillRegistry
 from saycan_ros.srv import ExecuteSkill
@@ -30,16 +31,18 @@ class RoutingExecutor:
     """ExecuteSkill clients per executor service; see the module docstring."""
 
     def __init__(self, node: Node, registry: SkillRegistry, timeout_s: float = 300.0,
-                 group=None, cancel_timeout_s: float = 5.0):
+                 group=None, cancel_timeout_s: float = 5.0,
+                 abort: Callable[[], bool] | None = None):
         if registry.skills is None:
             raise RegistryError("RoutingExecutor needs a registry checked against the skills")
         self.node = node
         self.registry = registry
         self.timeout_s = float(timeout_s)          # on top of the skill's own timeout
         self.cancel_timeout_s = float(cancel_timeout_s)
+        self.abort = abort                         # true: stop waiting for the answer
         # relative registry names resolve in this node's namespace (/robot1/navigate_skill)
         resolved = {service: node.resolve_service_name(service) for service in registry.services()}
-        self._clients = {service: node.create_client(ExecuteSkill, name, callback_group=group)
+        self._clients = {service: WatchedClient(node, ExecuteSkill, name, group)
                          for service, name in resolved.items()}
         self._cancel_clients = {service: node.create_client(Trigger, f"{name}/cancel",
                                                             callback_group=group)
@@ -59,8 +62,8 @@ class RoutingExecutor:
         with self._lock:
             self._in_flight = service
         try:
-            response = call_service(self.node, self._clients[service], request,
-                                    self.timeout_s + float(timeout_s), "skill executor")
+            response = self._clients[service].call(request, self.timeout_s + float(timeout_s),
+                                                   "skill executor", abort=self.abort)
         except ServiceCallError as exc:
             return ExecutionResult(False, str(exc))
         finally:
@@ -82,6 +85,10 @@ class RoutingExecutor:
             self.node.get_logger().warning(str(exc))
             return False
         return bool(response.success)
+
+    def ready(self) -> bool:
+        """Every executor the registry routes to is up and beating."""
+        return all(client.alive for client in self._clients.values())
 
     @property
     def services(self) -> list[str]:

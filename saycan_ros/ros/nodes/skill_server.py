@@ -59,7 +59,8 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
 
 from saycan_ros.core.kitchen import load_kitchen
-from saycan_ros.ros.nodes.common import LATCHED_QOS, WORLD_STATE_TOPIC, declare_parameters
+from saycan_ros.ros.nodes.common import (LATCHED_QOS, WORLD_STATE_TOPIC, announce_alive,
+                                         declare_parameters)
 from saycan_ros.skills.place.controller import quaternion_matrix
 from saycan_ros.planning.skill_registry import RegistryError, load_registry
 from saycan_ros.core.skills import Skill, UnknownSkillError, load_skills
@@ -158,6 +159,7 @@ class SkillServerNode(Node):
                             callback_group=ReentrantCallbackGroup())
         self.create_service(Trigger, f"{name}/cancel", self._on_cancel,
                             callback_group=MutuallyExclusiveCallbackGroup())
+        self.alive_pub = announce_alive(self, name)
         self.get_logger().info(f"{self.service_name} ready for skill families "
                                f"{', '.join(mine) or '(none)'}")
 
