@@ -1,6 +1,7 @@
-"""``saycan bench scoring|sim|speech|chaos``: the benchmarks, reported as ratios measured side by
-side in one run (packed vs naive scoring; simulator steps with and without the camera; the speech
-recognisers on the same spoken instructions), and the fault suite over the node graph
+"""``saycan bench scoring|sim|speech|memory|chaos``: the benchmarks, reported as ratios measured
+side by side in one run (packed vs naive scoring; simulator steps with and without the camera; the
+speech recognisers on the same spoken instructions; the scorer's memory with and without freed
+memory given back), and the fault suite over the node graph
 (:mod:`saycan_ros.ros.chaos`; exit status 1 when any part finds a problem)."""
 from __future__ import annotations
 
@@ -63,6 +64,13 @@ def cmd_bench(args) -> int:
         parts_ok = all(not (p["crashed"] or p["hung"] or p["wrong"] or p["lost"])
                        for p in result["parts"])
         return 0 if parts_ok else 1
+    if args.what == "memory":
+        from saycan_ros.evaluation.bench_memory import format_memory_result, run_memory_bench
+        result = run_memory_bench(args.instructions, args.model, args.adapter, args.seed)
+        if args.json:
+            write_json(args.json, result)
+        print(format_memory_result(result))
+        return 0
     if args.what == "sim":
         from saycan_ros.sim.bench import format_sim_result, run_sim_bench
         result = run_sim_bench(steps=args.steps, camera=not args.no_camera)
@@ -76,7 +84,7 @@ def cmd_bench(args) -> int:
 def register(sub) -> None:
     from saycan_ros.llm.config import DEFAULT_MODEL, LLMConfig
     bench = sub.add_parser("bench", help="benchmarks (ratios measured side by side)")
-    bench.add_argument("what", choices=["scoring", "sim", "speech", "chaos"])
+    bench.add_argument("what", choices=["scoring", "sim", "speech", "chaos", "memory"])
     bench.add_argument("--model", default=DEFAULT_MODEL)
     bench.add_argument("--adapter", default=LLMConfig().adapter,
                        help="scoring: the planner adapter's prompt and weights (auto, the "
@@ -88,7 +96,8 @@ def register(sub) -> None:
     chaos = bench.add_argument_group("chaos (the node graph in processes, loopback only)")
     chaos.add_argument("--parts", default="",
                        help="comma-separated: instructions,services,faults,injected,cancel,load")
-    chaos.add_argument("--instructions", type=int, default=1000, help="fuzzed instructions")
+    chaos.add_argument("--instructions", type=int, default=1000,
+                       help="fuzzed instructions (memory: distinct instructions scored per arm)")
     chaos.add_argument("--load", type=int, default=200, help="instructions back to back")
     chaos.add_argument("--repeats-cancel", type=int, default=20, help="cancels of each kind")
     chaos.add_argument("--seed", type=int, default=0)

@@ -15,7 +15,6 @@ keeps the successes), ``cancel`` (mid-plan and mid-navigation, time to stop) and
 """
 from __future__ import annotations
 
-import math
 import os
 import signal
 import statistics
@@ -33,6 +32,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from tqdm import tqdm
 
+from saycan_ros.core.memory import rss_mb
 from saycan_ros.core.tasks import TaskError, check_instruction
 from saycan_ros.evaluation.fuzz import (fuzz_execute_requests, fuzz_instructions,
                                         fuzz_score_requests)
@@ -89,18 +89,6 @@ class PartResult:
 
 def _fmt(value) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
-
-
-def rss_mb(pid: int) -> float:
-    """Resident memory of a process (MB), from /proc."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return math.nan
 
 
 class Probe(Node):

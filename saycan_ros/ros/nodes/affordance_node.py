@@ -21,6 +21,7 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 
+from saycan_ros.core.memory import trimmed
 from saycan_ros.ros.nodes.conversions import image_to_rgb
 from saycan_ros.planning.affordance import AffordanceContext, check_covers, load_affordance
 from saycan_ros.core.kitchen import load_kitchen
@@ -83,7 +84,7 @@ class AffordanceNode(Node):
         self._model_lock = threading.Lock()
         self.state_client = self.create_client(GetWorldState, STATE_SERVICE,
                                                callback_group=ReentrantCallbackGroup())
-        self.create_service(SkillScore, AFFORDANCE_SERVICE, self.on_score,
+        self.create_service(SkillScore, AFFORDANCE_SERVICE, trimmed(self.on_score),
                             callback_group=ReentrantCallbackGroup())
         self.alive_pub = announce_alive(self, AFFORDANCE_SERVICE)
         if self.observe:

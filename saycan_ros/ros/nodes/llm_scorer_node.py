@@ -10,6 +10,7 @@ import threading
 
 from rclpy.node import Node
 
+from saycan_ros.core.memory import trimmed
 from saycan_ros.planning.language import ScoringError
 from saycan_ros.llm.config import LLMConfig
 from saycan_ros.ros.nodes.common import LLM_SERVICE, announce_alive, declare_parameters, spin_node
@@ -52,7 +53,7 @@ class LlmScorerNode(Node):
             self.scorer.score("warm up", [], [vocabulary.skills.terminate.text])
         except (ScoringError, ValueError) as exc:  # reported again on every request
             self.get_logger().error(f"the language model fails to score: {exc}")
-        self.create_service(SkillScore, LLM_SERVICE, self.on_score)
+        self.create_service(SkillScore, LLM_SERVICE, trimmed(self.on_score))
         self.alive_pub = announce_alive(self, LLM_SERVICE)
         self.get_logger().info(f"language scorer ready on {LLM_SERVICE}")
 

@@ -21,6 +21,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from saycan_ros.core.kitchen import KitchenError, load_kitchen
+from saycan_ros.core.memory import trimmed
 from saycan_ros.core.world_store import WorldStore, default_path, init_from_snapshot
 from saycan_ros.msg import WorldState
 from saycan_ros.ros.nodes.common import (EXECUTE_SERVICE, LATCHED_QOS, RESET_SERVICE, STATE_SERVICE,
@@ -76,9 +77,9 @@ class SkillExecutorNode(Node):
         self.state_pub = self.create_publisher(WorldState, WORLD_STATE_TOPIC, LATCHED_QOS)
         # Each service in its own group: a running skill never holds up the state service, and
         # a second execute or a reset meanwhile is refused at once instead of queued unseen.
-        self.create_service(ExecuteSkill, EXECUTE_SERVICE, self.on_execute,
+        self.create_service(ExecuteSkill, EXECUTE_SERVICE, trimmed(self.on_execute),
                             callback_group=ReentrantCallbackGroup())
-        self.create_service(ResetWorld, RESET_SERVICE, self.on_reset,
+        self.create_service(ResetWorld, RESET_SERVICE, trimmed(self.on_reset),
                             callback_group=ReentrantCallbackGroup())
         self.create_service(GetWorldState, STATE_SERVICE, self.on_state,
                             callback_group=ReentrantCallbackGroup())

@@ -1,0 +1,67 @@
+"""Resident memory: the trim the nodes do after each request, and ``saycan bench memory``'s parts
+(its full run, two model processes over 1,000 instructions, is the benchmark, not a test)."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from saycan_ros.core import memory
+from saycan_ros.core.tasks import check_instruction
+from saycan_ros.evaluation.bench_memory import (format_memory_result, memory_instructions,
+                                                run_memory_bench)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc and /proc")
+def test_freed_memory_is_given_back_and_rss_is_read():
+    before = memory.rss_mb()
+    assert before > 10
+    block = bytearray(200 * 1024 * 1024)          # touched: resident
+    block[::4096] = b"x" * len(block[::4096])
+    assert memory.rss_mb() > before + 150
+    del block
+    assert memory.release_freed_memory() is True
+    assert memory.rss_mb() < before + 50
+    assert memory.rss_mb(pid=2 ** 31) != memory.rss_mb(pid=2 ** 31)   # NaN: no such process
+
+
+def test_a_trimmed_handler_releases_however_it_ends(monkeypatch):
+    calls = []
+    monkeypatch.setattr(memory, "release_freed_memory", lambda: calls.append(1) or True)
+
+    @memory.trimmed
+    def handler(request, response):
+        if request == "bad":
+            raise ValueError("bad request")
+        return response
+
+    assert handler("ok", "answer") == "answer" and calls == [1]
+    with pytest.raises(ValueError):
+        handler("bad", None)
+    assert calls == [1, 1] and handler.__name__ == "handler"
+
+
+def test_the_bench_instructions_are_distinct_valid_seeded_and_mixed():
+    texts = memory_instructions(60, seed=4)
+    assert len(texts) == len(set(texts)) == 60
+    assert texts == memory_instructions(60, seed=4) != memory_instructions(60, seed=5)
+    assert all(check_instruction(t) == t for t in texts)
+    assert max(len(t) for t in texts) > 500                 # some fuzzed ones are long
+    assert sum(t.isascii() and len(t) < 200 for t in texts) >= 40   # most are phrased
+
+
+def test_the_bench_refuses_what_it_cannot_measure_and_formats_its_result():
+    with pytest.raises(ValueError, match="more than the 20"):
+        run_memory_bench(20)
+    with pytest.raises(ValueError, match="unknown policies"):
+        run_memory_bench(100, policies=("none", "jemalloc"))
+    line = format_memory_result({
+        "n": 1000, "arms": {
+            "none": {"marks": [(20, 980.0), (1000, 1400.0)], "growth": 0.4286,
+                     "s_per_instruction": 0.5},
+            "trim": {"marks": [(20, 950.0), (1000, 955.0)], "growth": 0.0053,
+                     "s_per_instruction": 0.51}},
+        "time_ratio": 1.02})
+    assert "memory none: 1000 instructions, RSS 980 -> 1400 MB (growth +42.9%)" in line
+    assert "memory trim: 1000 instructions, RSS 950 -> 955 MB (growth +0.5%)" in line
+    assert line.endswith("memory: trim/none time 1.02x")
