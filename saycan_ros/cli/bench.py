@@ -66,7 +66,13 @@ def cmd_bench(args) -> int:
         return 0 if parts_ok else 1
     if args.what == "memory":
         from saycan_ros.evaluation.bench_memory import format_memory_result, run_memory_bench
-        result = run_memory_bench(args.instructions, args.model, args.adapter, args.seed)
+        policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+        try:
+            result = run_memory_bench(args.instructions, args.model, args.adapter, args.seed,
+                                      policies)
+        except ValueError as exc:
+            print(f"saycan bench memory: {exc}", file=sys.stderr)
+            return 2
         if args.json:
             write_json(args.json, result)
         print(format_memory_result(result))
@@ -101,4 +107,7 @@ def register(sub) -> None:
     chaos.add_argument("--load", type=int, default=200, help="instructions back to back")
     chaos.add_argument("--repeats-cancel", type=int, default=20, help="cancels of each kind")
     chaos.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--policies", default="none,trim,grown",
+                       help="memory: arms, comma-separated: none (never give freed memory "
+                            "back), trim (after every request), grown (when RSS grew 32 MB)")
     bench.set_defaults(func=cmd_bench)

@@ -27,7 +27,7 @@ def test_freed_memory_is_given_back_and_rss_is_read():
 
 def test_a_trimmed_handler_releases_however_it_ends(monkeypatch):
     calls = []
-    monkeypatch.setattr(memory, "release_freed_memory", lambda: calls.append(1) or True)
+    monkeypatch.setattr(memory, "trim_if_grown", lambda: calls.append(1) or True)
 
     @memory.trimmed
     def handler(request, response):
@@ -39,6 +39,26 @@ def test_a_trimmed_handler_releases_however_it_ends(monkeypatch):
     with pytest.raises(ValueError):
         handler("bad", None)
     assert calls == [1, 1] and handler.__name__ == "handler"
+
+
+def test_the_heap_is_trimmed_only_when_rss_grew_by_the_margin(monkeypatch):
+    rss, trims = [500.0], []
+    monkeypatch.setattr(memory, "rss_mb", lambda pid="self": rss[0])
+
+    def release():
+        trims.append(rss[0])
+        rss[0] -= 5.0                      # what the trim gave back
+        return True
+
+    monkeypatch.setattr(memory, "release_freed_memory", release)
+    trimmer = memory.HeapTrimmer(margin_mb=32)
+    assert trimmer() is True and trimmer.level == 495.0       # the first call sets the level
+    for now, expected in [(505.0, False), (526.0, False), (528.0, True), (523.0, False)]:
+        rss[0] = now
+        assert trimmer() is expected, now
+    assert trims == [500.0, 528.0] and trimmer.level == 523.0
+    monkeypatch.setattr(memory, "rss_mb", lambda pid="self": float("nan"))
+    assert trimmer() is True                  # no /proc: every time
 
 
 def test_the_bench_instructions_are_distinct_valid_seeded_and_mixed():
@@ -61,7 +81,7 @@ def test_the_bench_refuses_what_it_cannot_measure_and_formats_its_result():
                      "s_per_instruction": 0.5},
             "trim": {"marks": [(20, 950.0), (1000, 955.0)], "growth": 0.0053,
                      "s_per_instruction": 0.51}},
-        "time_ratio": 1.02})
+        "time_ratios": {"trim": 1.02}})
     assert "memory none: 1000 instructions, RSS 980 -> 1400 MB (growth +42.9%)" in line
     assert "memory trim: 1000 instructions, RSS 950 -> 955 MB (growth +0.5%)" in line
     assert line.endswith("memory: trim/none time 1.02x")
