@@ -15,6 +15,7 @@ import ctypes
 import ctypes.util
 import functools
 import math
+import os
 
 __all__ = ["HeapTrimmer", "release_freed_memory", "rss_mb", "trim_if_grown", "trimmed"]
 
@@ -75,6 +76,17 @@ def trimmed(handler):
         finally:
             trim_if_grown()
     return wrapper
+
+
+def cpu_seconds(pid: int | str = "self") -> float:
+    """User plus system CPU time of a process in seconds (Linux /proc; NaN where it cannot be
+    read)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()    # the name may hold spaces
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return math.nan
 
 
 def rss_mb(pid: int | str = "self") -> float:

@@ -32,7 +32,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from tqdm import tqdm
 
-from saycan_ros.core.memory import rss_mb
+from saycan_ros.core.memory import cpu_seconds, rss_mb
 from saycan_ros.core.tasks import TaskError, check_instruction
 from saycan_ros.evaluation.fuzz import (fuzz_execute_requests, fuzz_instructions,
                                         fuzz_score_requests)
@@ -460,8 +460,10 @@ class ChaosBench:
         rss_end = self.rss()
         if len(latencies) >= 40:
             first, last = statistics.median(latencies[:20]), statistics.median(latencies[-20:])
+            blocks = [statistics.median(latencies[i:i + 50]) for i in range(0, len(latencies), 50)]
             result.figures.update(first20_median_s=first, last20_median_s=last,
-                                  latency_ratio=last / first)
+                                  latency_ratio=last / first,
+                                  median_by_50_s="/".join(f"{b:.2f}" for b in blocks))
         for name, mb in (rss_start or {}).items():
             growth = rss_end[name] / mb - 1.0
             result.figures[f"{name}_rss_growth"] = growth
@@ -532,6 +534,8 @@ class CancelNavigationBench:
                 result.fail("hung", f"{client.srv_name} never came up")
                 return result, to_stop, to_answer
         goals = ("go to the far counter", "go to the close counter", "go to the trash can")
+        navigate_pid, began = self.procs[1].pid, time.monotonic()
+        cpu_before = cpu_seconds(navigate_pid)
         for i in tqdm(range(repeats), desc="chaos cancel (drive)", disable=not self.progress):
             result.tried += 1
             self.reset.call_async(ResetWorld.Request(init="{}", seed=i))
@@ -573,6 +577,9 @@ class CancelNavigationBench:
                 result.fail("wrong", "a cancelled drive reported success")
             if not answer.done():
                 result.fail("hung", "the cancel service never answered")
+        # share of one core the skill node used over the drives (its executor's cost)
+        result.figures["navigate_skill_cpu"] = ((cpu_seconds(navigate_pid) - cpu_before)
+                                                / (time.monotonic() - began))
         return result, to_stop, to_answer
 
 
@@ -650,6 +657,7 @@ def run_chaos(parts=PARTS, seed: int = 0, instructions: int = 1000, idle: int = 
                 for key in ("tried", "crashed", "hung", "wrong", "lost"):
                     setattr(plan, key, getattr(plan, key) + getattr(drive, key))
                 plan.problems += drive.problems
+                plan.figures.update(drive.figures)
                 late = [t for t in nav.to_zero_command if t > 0.1]
                 plan.figures["zero_cmd_vel_over_100ms"] = len(late)
                 for name, values in (("plan_to_cancelled_s", plan_times),

@@ -172,6 +172,48 @@ def test_cancel_leaves_the_base_stopped(graph):
     assert not reply.success and "no skill" in reply.message
 
 
+def test_no_motion_command_follows_the_cancels_stop(graph):
+    """A control loop that checked the job just before a cancel must not command after the
+    cancel's stop (seen in the chaos bench: a drive command 5 ms after the stop)."""
+    from saycan_ros.ros.nodes.skill_server import SkillCancelled, SkillJob
+    node = graph.navigate
+    skill = node.validate("go to the far counter")
+    real_stop = node.stop_robot
+    for _ in range(30):
+        log = []
+        job = SkillJob(skill, 10.0)
+
+        def loop(job=job, log=log):
+            try:
+                while True:     # the publish takes a moment, where a cancel can slip in
+                    node.send_command(job, lambda: (time.sleep(0.002), log.append("move")))
+            except SkillCancelled:
+                pass
+
+        node.stop_robot = lambda log=log: log.append("stop")
+        node._job = job
+        try:
+            worker = threading.Thread(target=loop)
+            worker.start()
+            time.sleep(0.01)
+            reply = node._on_cancel(Trigger.Request(), Trigger.Response())
+            worker.join(2.0)
+        finally:
+            node._job, node.stop_robot = None, real_stop
+        assert reply.success and not worker.is_alive()
+        assert "stop" in log and "move" not in log[log.index("stop"):], log[-5:]
+
+
+def test_sensor_streams_run_on_a_node_of_their_own(graph):
+    """tf, odom, scan and map come in on ``navigate_skill_sensors`` (one thread), under the
+    names the skill node resolves, its own remaps included (scan is remapped to the relay)."""
+    sensors = graph.navigate.sensor_input.node
+    assert sensors.get_name() == "navigate_skill_sensors"
+    topics = {sub.topic_name for sub in sensors.subscriptions}
+    assert {"/tf", "/tf_static", "/odom", "/map", SCAN_RELAY} <= topics, topics
+    assert not {sub.topic_name for sub in graph.navigate.subscriptions} & {"/tf", "/odom"}
+
+
 def test_timeout_leaves_the_base_stopped(graph):
     graph.reset({"robot_at": "table"})
     result = graph.router.execute("go to the close counter", 1.5)

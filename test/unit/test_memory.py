@@ -2,7 +2,9 @@
 (its full run, two model processes over 1,000 instructions, is the benchmark, not a test)."""
 from __future__ import annotations
 
+import math
 import sys
+import time
 
 import pytest
 
@@ -90,3 +92,12 @@ def test_the_bench_refuses_what_it_cannot_measure_and_formats_its_result():
     assert "memory none: 1000 instructions, RSS 980 -> 1400 MB (growth +42.9%)" in line
     assert "memory trim: 1000 instructions, RSS 950 -> 955 MB (growth +0.5%)" in line
     assert line.endswith("memory: trim/none time 1.02x")
+
+
+def test_cpu_seconds_counts_this_process_work():
+    before = memory.cpu_seconds()
+    end = time.process_time() + 0.2
+    while time.process_time() < end:       # burn 0.2 s of CPU
+        pass
+    assert memory.cpu_seconds() - before >= 0.15
+    assert math.isnan(memory.cpu_seconds(pid=2 ** 31))

@@ -10,7 +10,8 @@ from typing import Any, Callable
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor, ShutdownException,
+                             SingleThreadedExecutor)
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Empty
@@ -71,6 +72,48 @@ def announce_alive(node: Node, service: str):
     node.create_timer(BEAT_S, lambda: publisher.publish(Empty()),
                       callback_group=MutuallyExclusiveCallbackGroup())
     return publisher
+
+
+class SensorInput:
+    """A node's high-rate sensor subscriptions (tf, odom, scan, camera, joint states) on a node
+    of their own, ``<owner>_sensors`` in the owner's namespace, spun by one thread.
+
+    Why not the owner's MultiThreadedExecutor: rclpy's yields a callback again on every pass
+    of its loop until a worker has started it, so with tf and odom at 50 Hz on two busy cores
+    its waiting thread spins at a whole core and holds the GIL that the skill's control loop
+    and its cancel service need (measured on ``navigate_skill``: about 100% of a core while
+    idle, cancels served up to 370 ms late). A SingleThreadedExecutor takes each message once
+    (about 10% of a core for the same streams). Callbacks here run on that one thread, so they
+    must stay short (store the message, as the caches do).
+
+    Topics are resolved by the owner (its namespace and remaps, the process's and its own), so
+    ``-r odom:=/robot/odom`` on the owner moves its sensor stream too."""
+
+    def __init__(self, owner: Node):
+        self.owner = owner
+        # no global arguments: a launch file's __node/__ns remaps name the owner, not this node
+        self.node = Node(f"{owner.get_name()}_sensors", namespace=owner.get_namespace(),
+                         context=owner.context, use_global_arguments=False,
+                         start_parameter_services=False)
+        self._executor = SingleThreadedExecutor(context=owner.context)
+        self._executor.add_node(self.node)
+        self._thread = threading.Thread(target=self._spin, daemon=True, name=self.node.get_name())
+        self._thread.start()
+
+    def _spin(self) -> None:
+        try:
+            self._executor.spin()
+        except (ExternalShutdownException, ShutdownException):
+            pass
+
+    def subscribe(self, msg_type, topic: str, callback: Callable, qos):
+        return self.node.create_subscription(msg_type, self.owner.resolve_topic_name(topic),
+                                             callback, qos)
+
+    def close(self) -> None:
+        self._executor.shutdown(timeout_sec=1.0)
+        self._thread.join(timeout=2.0)
+        self.node.destroy_node()
 
 
 class WatchedClient:

@@ -102,14 +102,12 @@ class NavigateSkillNode(SkillServerNode):
         self._scan: ScanData | None = None
         self._scan_time = 0.0
         self.tf = TransformCache()
-        self.tf.subscribe(self, self.sensor_group)
+        self.tf.subscribe(self.sensor_input)
         self.odom = OdomPose(self.tf, p["map_frame"])
-        group = self.sensor_group
-        self.create_subscription(Odometry, "odom", self.odom.on_odom, 10, callback_group=group)
-        self.create_subscription(LaserScan, "scan", self._on_scan, qos_profile_sensor_data,
-                                 callback_group=group)
-        self.create_subscription(OccupancyGrid, "map", self._on_map, LATCHED_QOS,
-                                 callback_group=group)
+        sensors = self.sensor_input
+        sensors.subscribe(Odometry, "odom", self.odom.on_odom, 10)
+        sensors.subscribe(LaserScan, "scan", self._on_scan, qos_profile_sensor_data)
+        sensors.subscribe(OccupancyGrid, "map", self._on_map, LATCHED_QOS)
         self.cmd_pub = self.create_publisher(
             TwistStamped if self.params["cmd_vel_stamped"] else Twist, "cmd_vel", 10)
         self.path_pub = self.create_publisher(Path, "~/plan", LATCHED_QOS)
@@ -228,7 +226,8 @@ class NavigateSkillNode(SkillServerNode):
                 fresh = now - self._scan_time < float(self.params["scan_timeout_s"])
                 scan = self._scan if fresh else None
                 step = self.navigator.update(self.odom.pose(), scan, now)
-                self.publish_velocity(float(step.linear), float(step.angular))
+                self.send_command(job, lambda: self.publish_velocity(float(step.linear),
+                                                                     float(step.angular)))
                 if step.feedback is not None:
                     job.feedback = step.feedback.to_dict()
                     self.feedback_pub.publish(String(data=json.dumps(job.feedback)))

@@ -90,9 +90,7 @@ class PickSkillNode(SkillServerNode):
         self.sensors = SensorCache()       # streams "image", "ee_image" and the joint states
         self._gripper_target: float | None = None
         self.actions_taken = 0             # of the last skill (tests, logs)
-        group = self.sensor_group
-        self.create_subscription(JointState, "joint_states", self._on_joints, 10,
-                                 callback_group=group)
+        self.sensor_input.subscribe(JointState, "joint_states", self._on_joints, 10)
         self.streams = {"image": "camera/image_raw"}
         if getattr(self.policy, "ee_view", 0):
             self.streams["ee_image"] = "camera/ee_view/image_raw"
@@ -100,8 +98,8 @@ class PickSkillNode(SkillServerNode):
                                                        "a crop of the head camera")
             self.get_logger().info(f"end-effector view expected on camera/ee_view/image_raw: {source}")
         for key, topic in self.streams.items():
-            self.create_subscription(Image, topic, lambda msg, key=key: self._on_image(msg, key),
-                                     qos_profile_sensor_data, callback_group=group)
+            self.sensor_input.subscribe(Image, topic, lambda msg, key=key: self._on_image(msg, key),
+                                        qos_profile_sensor_data)
         self.create_arm_publishers()
 
     # -- sensors ---------------------------------------------------------------------------------
@@ -175,7 +173,7 @@ class PickSkillNode(SkillServerNode):
 
     def _step(self, action: np.ndarray, job: SkillJob) -> None:
         """Carry out one action: gripper command, then the end-effector motion, then rest."""
-        self._gripper(gripper_opening(action[3], GRIPPER_LIMITS))
+        self.send_command(job, lambda: self._gripper(gripper_opening(action[3], GRIPPER_LIMITS)))
         velocity = twist_of(action)
         joints = self.joints()
         start = np.array(ee_from_joints(*joints[:3])) if joints is not None else None
@@ -196,7 +194,7 @@ class PickSkillNode(SkillServerNode):
                     moving = False
                     self._twist()
                 else:
-                    self._twist(velocity)
+                    self.send_command(job, lambda: self._twist(velocity))
             if not moving and elapsed >= step_s:
                 break
             job.sleep(min(0.01, self.control_period))

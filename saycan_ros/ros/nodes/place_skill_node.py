@@ -54,18 +54,16 @@ class PlaceSkillNode(SkillServerNode):
         self.arm = ArmModel(joint_names=tuple(names))
         self.controller = PlaceController(self.kitchen, self.arm, PlaceParams())
         self.tf = TransformCache()
-        self.tf.subscribe(self, self.sensor_group)
+        self.tf.subscribe(self.sensor_input)
         self.odom = OdomPose(self.tf, p["map_frame"])
         self.sensors = SensorCache()       # "image" (array, frame_id), "camera_info", joints
-        group = self.sensor_group
-        self.create_subscription(Odometry, "odom", self.odom.on_odom, 10, callback_group=group)
-        self.create_subscription(JointState, "joint_states", self._on_joints, 10,
-                                 callback_group=group)
+        sensors = self.sensor_input
+        sensors.subscribe(Odometry, "odom", self.odom.on_odom, 10)
+        sensors.subscribe(JointState, "joint_states", self._on_joints, 10)
         if p["use_camera"]:
-            self.create_subscription(Image, "camera/image_raw", self._on_image,
-                                     qos_profile_sensor_data, callback_group=group)
-            self.create_subscription(CameraInfo, "camera/camera_info", self._on_info,
-                                     qos_profile_sensor_data, callback_group=group)
+            sensors.subscribe(Image, "camera/image_raw", self._on_image, qos_profile_sensor_data)
+            sensors.subscribe(CameraInfo, "camera/camera_info", self._on_info,
+                              qos_profile_sensor_data)
         self.create_arm_publishers()
 
     # -- sensors ---------------------------------------------------------------------------------
@@ -140,7 +138,7 @@ class PlaceSkillNode(SkillServerNode):
             command = self.controller.update(joints, pose, time.monotonic(), image=image,
                                              camera=camera)
             want_since = (want_since or time.monotonic()) if command.want_image else None
-            self._send(command)
+            self.send_command(job, lambda: self._send(command))
             if command.done:
                 return command.success, command.message
             job.sleep(period)

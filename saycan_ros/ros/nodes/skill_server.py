@@ -11,12 +11,16 @@ skill at a time: a request while one runs is refused.
 Subclasses implement three hooks:
 
 - :meth:`configure`: declare parameters, load models, create subscriptions and publishers
-  (once, at start-up; subscriptions belong in ``self.sensor_group`` so they keep flowing while
-  a skill runs);
+  (once, at start-up; sensor streams go through ``self.sensor_input.subscribe``, a node and
+  thread of their own, so they keep flowing while a skill runs and do not delay the cancel);
 - :meth:`run_skill`: carry out one skill, ``(skill, job) -> (success, message)``, checking
   ``job.cancelled`` (or calling ``job.sleep(dt)``, which raises :class:`SkillCancelled`) at
   every control cycle;
 - :meth:`stop_robot`: command the robot to stand still (zero velocity, hold the arm).
+
+Motion commands in a control loop go out through :meth:`SkillServerNode.send_command`: the
+cancel's stop and a loop's command are atomic with respect to each other, so no command can
+follow the stop.
 
 Robot I/O goes through standard topics only (so that a Gazebo or real robot swaps in by
 remapping). The latest ``saycan/world_state`` revision (if any node publishes one) is returned
@@ -50,7 +54,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
@@ -59,8 +63,8 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
 
 from saycan_ros.core.kitchen import load_kitchen
-from saycan_ros.ros.nodes.common import (LATCHED_QOS, WORLD_STATE_TOPIC, announce_alive,
-                                         declare_parameters)
+from saycan_ros.ros.nodes.common import (LATCHED_QOS, WORLD_STATE_TOPIC, SensorInput,
+                                         announce_alive, declare_parameters)
 from saycan_ros.skills.place.controller import quaternion_matrix
 from saycan_ros.planning.skill_registry import RegistryError, load_registry
 from saycan_ros.core.skills import Skill, UnknownSkillError, load_skills
@@ -140,7 +144,9 @@ class SkillServerNode(Node):
         self.skills = load_skills(self.kitchen, self.params["skills_file"] or None)
         self.registry = load_registry(self.params["registry_file"] or None, self.skills)
         self.service_name = self.resolve_service_name(name)
-        self.sensor_group = ReentrantCallbackGroup()
+        self.sensor_group = ReentrantCallbackGroup()    # slow inputs, action clients
+        self.sensor_input = SensorInput(self)             # fast streams: one thread of their own
+        self._motion_lock = threading.Lock()
         self._lock = threading.Lock()
         self._job: SkillJob | None = None
         self._revision = 0
@@ -300,15 +306,28 @@ class SkillServerNode(Node):
         except Exception as exc:  # noqa: BLE001
             self.get_logger().error(f"stopping the robot failed: {exc}")
 
+    def send_command(self, job: SkillJob, publish: Callable[[], None]) -> None:
+        """Publish one motion command for ``job`` unless it has been cancelled (then raise
+        :class:`SkillCancelled`): under the lock that the cancel holds while it stops the
+        robot, so a loop that checked just before a cancel cannot command after its stop."""
+        with self._motion_lock:
+            job.check()
+            publish()
+
     def _on_cancel(self, request, response):
         job = self._job
         if job is None:
             response.success, response.message = False, "no skill is running"
         else:
-            job.cancel("cancelled")
-            self.stop_robot()   # now, not at the skill loop's next tick (bar: 100 ms)
+            with self._motion_lock:
+                job.cancel("cancelled")
+                self.stop_robot()   # now, not at the skill loop's next tick (bar: 100 ms)
             response.success, response.message = True, f"cancelling {job.skill.text!r}"
         return response
+
+    def destroy_node(self) -> None:
+        self.sensor_input.close()
+        super().destroy_node()
 
 
 # -- transforms ------------------------------------------------------------------------------------
@@ -332,13 +351,13 @@ class TransformCache:
         self._parent: dict[str, tuple[str, np.ndarray]] = {}
         self._lock = threading.Lock()
 
-    def subscribe(self, node: Node, group=None) -> bool:
+    def subscribe(self, sensors: SensorInput) -> bool:
+        """/tf and /tf_static into this cache, through a skill node's ``sensor_input``."""
         if TFMessage is None:
-            node.get_logger().warning("tf2_msgs is not installed: assuming identity transforms")
+            sensors.owner.get_logger().warning("tf2_msgs is not installed: assuming identity transforms")
             return False
-        node.create_subscription(TFMessage, "/tf", self.on_message, 50, callback_group=group)
-        node.create_subscription(TFMessage, "/tf_static", self.on_message, TF_STATIC_QOS,
-                                 callback_group=group)
+        sensors.subscribe(TFMessage, "/tf", self.on_message, 50)
+        sensors.subscribe(TFMessage, "/tf_static", self.on_message, TF_STATIC_QOS)
         return True
 
     def on_message(self, msg) -> None:
