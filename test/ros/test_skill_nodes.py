@@ -263,9 +263,12 @@ def test_rejects_a_scan_timeout_that_would_never_see_a_scan():
     context = rclpy.Context()              # its own: the half-built node goes with it
     rclpy.init(context=context, domain_id=DOMAIN_ID)
     try:
+        before = {t for t in threading.enumerate() if t.name == "navigate_skill_sensors"}
         with pytest.raises(ValueError, match="scan_timeout_s must be > 0"):
             NavigateSkillNode(context=context, parameter_overrides=[
                 Parameter("scan_timeout_s", value=0.0)])
+        # the refused node's sensor thread is gone with it
+        assert {t for t in threading.enumerate() if t.name == "navigate_skill_sensors"} == before
     finally:
         rclpy.shutdown(context=context)
 

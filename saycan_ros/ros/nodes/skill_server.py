@@ -156,7 +156,11 @@ class SkillServerNode(Node):
             self.create_subscription(WorldState, self.params["world_state_topic"],
                                      self._on_world_state, LATCHED_QOS,
                                      callback_group=self.sensor_group)
-        self.configure()
+        try:
+            self.configure()
+        except BaseException:   # a refused parameter: leave no sensor node or thread behind
+            self.sensor_input.close()
+            raise
         mine = self.registry.families_of(self.service_name, self.resolve_service_name)
         if not mine:
             self.get_logger().warning(f"the skill registry routes no skill family to "
