@@ -17,7 +17,7 @@ import functools
 import math
 import os
 
-__all__ = ["HeapTrimmer", "release_freed_memory", "rss_mb", "trim_if_grown", "trimmed"]
+__all__ = ["HeapTrimmer", "cpu_seconds", "release_freed_memory", "rss_mb", "trim_if_grown", "trimmed"]
 
 
 @functools.lru_cache(maxsize=1)
