@@ -14,7 +14,7 @@ class PlannerDataConfig:
     dialogues: int = 4000             # training dialogues drawn from the generator
     seed_offset: int = 0              # generator seed = --seed + this
     languages: bool = True            # also config/planner_languages.yaml
-    scene_refresh: bool = False       # scene line re-read after each put-down (prompt scene: step)
+    scene_refresh: bool = True        # scene line re-read after each put-down (prompt scene: step)
     # Weights of named families in place of planner_data.FAMILY_WEIGHTS (the others keep theirs):
     # a continued run can spend its few dialogues on what the adapter gets wrong.
     family_weights: dict = field(default_factory=dict)
@@ -56,9 +56,13 @@ class PlannerTrainConfig:
     weight_decay: float = 0.0
     warmup: int = 20                  # optimiser steps of linear warm-up, then cosine decay
     threads: int = 2
-    precision: str = "auto"           # bf16 autocast where the CPU has it natively, else fp32
+    precision: str = "auto"           # bf16 autocast where the device has it natively, else fp32
+    device: str = "auto"              # cuda where torch sees a GPU, else cpu; or cpu / cuda
 
     def __post_init__(self):
+        from saycan_ros.learning.modeling_common import DEVICES
+        if self.device not in DEVICES:
+            raise ValueError(f"device: expected one of {DEVICES}, got {self.device!r}")
         for name in ("epochs", "batch_size", "threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: expected at least 1, got {getattr(self, name)!r}")
@@ -71,7 +75,7 @@ class PlannerAdapterConfig(SectionConfig):
     SECTION: ClassVar[str] = "planner"
 
     base_model: str = "smollm2-135m"
-    prompt: str = "prompt_adapter.yaml"    # the dialogue format the adapter is trained and used with
+    prompt: str = "prompt_adapter_step.yaml"   # the dialogue format the adapter is trained and used with
     # An adapter folder to continue from (relative to models/; "" = a fresh LoRA): the data of
     # a new version then costs a fraction of a run from scratch.
     init_adapter: str = ""

@@ -445,28 +445,52 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def training_host(threads: int) -> dict:
+def training_host(threads: int, device: str = "cpu") -> dict:
     """Where a model was trained, for its record: what a bit-equal reproduction must match
-    (``cpu_capability``: the instruction set torch's kernels were picked for, e.g. AVX2)."""
-    return {"threads": threads, "native_bf16": native_bf16(), "torch": torch.__version__,
+    (``cpu_capability``: the instruction set torch's kernels were picked for, e.g. AVX2;
+    ``accelerator``: the GPU, where one did the arithmetic)."""
+    host = {"threads": threads, "native_bf16": native_bf16(), "torch": torch.__version__,
             "machine": platform.machine(), "cpu": cpu_model(),
             "cpu_capability": torch.backends.cpu.get_cpu_capability()}
+    if device == "cuda":
+        host["accelerator"] = torch.cuda.get_device_name()
+        host["cuda"] = torch.version.cuda
+    return host
 
 
-def resolve_precision(precision: str) -> str:
-    """``fp32`` or ``bf16``: ``auto`` is bf16 where the CPU has it natively, else fp32."""
+DEVICES = ("cpu", "cuda", "auto")
+
+
+def resolve_device(device: str) -> str:
+    """``cpu`` or ``cuda``: ``auto`` is cuda where a GPU is visible, else cpu; ``cuda`` without
+    one is refused up front (not after minutes of data generation)."""
+    from saycan_ros.core.config import ConfigError         # a ValueError
+    if device not in DEVICES:
+        raise ConfigError(f"device: expected one of {DEVICES}, got {device!r}")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device: cuda asked for, but torch sees no GPU "
+                          f"(torch {torch.__version__}); use cpu or auto")
+    return device
+
+
+def resolve_precision(precision: str, device: str = "cpu") -> str:
+    """``fp32`` or ``bf16``: ``auto`` is bf16 where the device has it natively, else fp32."""
     if precision not in PRECISIONS:
         from saycan_ros.core.config import ConfigError     # a ValueError
         raise ConfigError(f"precision: expected one of {PRECISIONS}, got {precision!r}")
     if precision == "auto":
-        return "bf16" if native_bf16() else "fp32"
+        native = torch.cuda.is_bf16_supported() if device == "cuda" else native_bf16()
+        return "bf16" if native else "fp32"
     return precision
 
 
-def autocast(precision: str):
-    """The forward-pass context of a training ``precision`` (``TrainConfig.precision``)."""
-    return torch.autocast("cpu", dtype=torch.bfloat16,
-                          enabled=resolve_precision(precision) == "bf16")
+def autocast(precision: str, device: str = "cpu"):
+    """The forward-pass context of a training ``precision`` (``TrainConfig.precision``) on
+    ``device`` (``cpu`` or ``cuda``)."""
+    return torch.autocast(device, dtype=torch.bfloat16,
+                          enabled=resolve_precision(precision, device) == "bf16")
 
 
 def count_parameters(net: nn.Module) -> int:

@@ -21,8 +21,8 @@ from tqdm import tqdm
 from saycan_ros.learning import models_dir
 from saycan_ros.learning._config_util import to_dict, with_overrides
 from saycan_ros.learning.configuration_planner import PlannerAdapterConfig
-from saycan_ros.learning.modeling_common import (autocast, cosine_lr, resolve_precision,
-                                                 training_host)
+from saycan_ros.learning.modeling_common import (autocast, cosine_lr, resolve_device,
+                                                 resolve_precision, training_host)
 from saycan_ros.llm.config import ADAPTER_DIRS
 
 RECORD = "planner.json"
@@ -134,7 +134,8 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
     from saycan_ros.planning.vocabulary import load_vocabulary
 
     cfg = with_overrides(PlannerAdapterConfig.load(config_path), overrides)
-    precision = resolve_precision(cfg.train.precision)
+    device = resolve_device(cfg.train.device)
+    precision = resolve_precision(cfg.train.precision, device)
     torch.set_num_threads(cfg.train.threads)
     out = Path(out) if out else models_dir() / ADAPTER_DIRS.get(cfg.base_model, "planner_adapter")
     started = time.perf_counter()
@@ -154,6 +155,7 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
 
     torch.manual_seed(seed)
     model, tokenizer, _ = load_causal_lm(cfg.base_model, "float32")
+    model.to(device)                      # before the LoRA layers, which follow their base layer
     bos = leading_special_ids(tokenizer)
     examples = [seq for d in dialogues for seq in encode_dialogue(tokenizer, prompt, d, bos)]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -182,8 +184,8 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
     for step, index in enumerate(bar):
         for group in optimiser.param_groups:
             group["lr"] = cfg.train.lr * cosine_lr(step, total, cfg.train.warmup)
-        ids, mask, flags = _collate(examples, index, pad_id)
-        with autocast(precision):
+        ids, mask, flags = (t.to(device) for t in _collate(examples, index, pad_id))
+        with autocast(precision, device):
             loss, _, _ = option_loss(causal_lm, ids, mask, flags)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -204,9 +206,10 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
                      for seq in encode_dialogue(tokenizer, prompt, d, bos)]
     correct = count = 0
     held_loss = 0.0
-    with torch.no_grad(), autocast(precision):
+    with torch.no_grad(), autocast(precision, device):
         for index in _batches(held_examples, cfg.train.batch_size, random.Random(0)):
-            loss, c, n = option_loss(causal_lm, *_collate(held_examples, index, pad_id))
+            batch = (t.to(device) for t in _collate(held_examples, index, pad_id))
+            loss, c, n = option_loss(causal_lm, *batch)
             held_loss += float(loss) * n
             correct, count = correct + c, count + n
 
@@ -219,7 +222,8 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
         "kind": "planner_adapter", "base_model": cfg.base_model, "prompt": cfg.prompt,
         "seed": seed, "data_version": DATA_VERSION, "config": to_dict(cfg),
         "init_adapter": _adapter_identity(init),
-        "precision": precision, "host": training_host(cfg.train.threads),
+        "precision": precision, "device": device,
+        "host": training_host(cfg.train.threads, device),
         "dialogues": len(dialogues),
         "families": dict(Counter(d.family for d in dialogues)),
         "languages": dict(Counter(d.language for d in dialogues)),

@@ -628,3 +628,21 @@ def test_augment_moves_content_by_the_returned_shift_and_leaves_the_input_alone(
     assert 0.0 <= y.min() and y.max() <= 1.0 and not torch.equal(y, images.permute(0, 3, 1, 2) / 255.0)
     plain = augment(images, AugmentConfig(shift=0, brightness=0.0, contrast=0.0))
     assert torch.equal(plain, images.permute(0, 3, 1, 2).float() / 255.0)
+
+
+def test_training_device_auto_follows_the_gpu_and_cuda_without_one_is_refused(monkeypatch):
+    """``train.device``: auto is cuda only where torch sees a GPU; asking for cuda on a machine
+    without one is a clear error before any work; an unknown device is refused by the config."""
+    from saycan_ros.learning import modeling_common as mc
+    from saycan_ros.learning.configuration_planner import PlannerTrainConfig
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert mc.resolve_device("auto") == "cpu" and mc.resolve_device("cpu") == "cpu"
+    with pytest.raises(ValueError, match="no GPU"):
+        mc.resolve_device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert mc.resolve_device("auto") == "cuda"
+    with pytest.raises(ValueError, match="device"):
+        mc.resolve_device("tpu")
+    with pytest.raises(ValueError, match="device"):
+        PlannerTrainConfig(device="gpu0")
+    assert PlannerTrainConfig().device == "auto"

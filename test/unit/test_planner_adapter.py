@@ -32,11 +32,14 @@ def corpus(kitchen, skills, lexicon):
     cfg = PlannerAdapterConfig.load()
     record = MODELS / "planner_smollm2" / "planner.json"
     n = json.loads(record.read_text())["dialogues"] if record.is_file() else cfg.data.dialogues
-    languages = (json.loads(record.read_text())["config"]["data"]["languages"]
-                 if record.is_file() else cfg.data.languages)
-    lex = lexicon if languages else load_lexicon(kitchen, languages_path=False)
+    data = (json.loads(record.read_text())["config"]["data"] if record.is_file()
+            else {"languages": cfg.data.languages, "scene_refresh": cfg.data.scene_refresh,
+                  "family_weights": cfg.data.family_weights})
+    lex = lexicon if data["languages"] else load_lexicon(kitchen, languages_path=False)
     gen = PlanDataGenerator(kitchen, skills, lex, seed=cfg.data.seed_offset,
-                            exclude=heldout_instructions(CONFIG, kitchen))
+                            exclude=heldout_instructions(CONFIG, kitchen),
+                            scene_refresh=data.get("scene_refresh", False),
+                            family_weights=data.get("family_weights") or None)
     return gen.dialogues(n)
 
 

@@ -56,7 +56,8 @@ DEFAULTS = {
     "kitchen_file": "",
     "skills_file": "",
     "registry_file": "",           # "" = every skill to /saycan/execute; else route per family
-    "refresh_scene": False,        # scene line re-read after each put-down (a scene: step adapter)
+    "refresh_scene": True,         # scene line re-read after each put-down (the default adapter's
+                                   # prompt is scene: step; false for a scene: true adapter)
 }
 DESCRIPTIONS = {
     "strategy": "how the next skill is chosen: saycan (LLM x affordance) or no_vf (LLM only)",
@@ -70,7 +71,8 @@ DESCRIPTIONS = {
     "registry_file": "skill registry YAML routing each family to its executor ('' = all to "
                      "/saycan/execute)",
     "refresh_scene": "read the scene line again after each put-down, for a language scorer "
-                     "whose adapter was trained so (prompt 'scene: step'); false: at the start",
+                     "whose adapter was trained so (prompt 'scene: step', the default); false: at the "
+                     "start only (a 'scene: true' adapter)",
 }
 
 
