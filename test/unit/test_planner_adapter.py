@@ -241,7 +241,8 @@ def _tiny_train(tmp_path, seed, name):
     from saycan_ros.learning.train_planner import train_planner
     out = tmp_path / name
     train_planner(seed=seed, out=out, progress=False,
-                  overrides={"data.dialogues": 4, "train.batch_size": 2, "data.languages": False})
+                  overrides={"data.dialogues": 4, "train.batch_size": 2, "data.languages": False,
+                             "train.device": "cpu"})   # bit-equal reruns: the CPU's claim
     return out
 
 
