@@ -40,7 +40,10 @@ FAMILY_WEIGHTS: dict[str, float] = {
     "counting": 0.10, "multilingual": 0.14,
 }
 #: Bumped whenever the generator's output for a seed changes (recorded with the adapter).
-DATA_VERSION = 2
+#: Version 3: sentences of two or three parts of any kind ("take A and B to the table, then
+#: bring me C"), exclusions of two categories and by what the person avoids, more ways to say
+#: a need.
+DATA_VERSION = 3
 
 
 def normalise(text: str) -> str:
@@ -377,44 +380,99 @@ class PlanDataGenerator:
         text = self._fill(kind, x=self._name(obj), loc=self._loc(dest) if kind == "move" else "")
         return _lower_first(text.rstrip(".?!")), self._at(obj, dest), obj, dest
 
+    def _part(self, world, taken: set[str], kinds: Sequence[str]):
+        """One part of a sentence of several: (lower-cased text, goals, plan items, objects it
+        names). ``taken``: objects an earlier part names (no part names one twice)."""
+        rng = self.rng
+        kind = rng.choice(list(kinds))
+        if kind == "clause":
+            made = self._clause(world, taken)
+            return None if made is None else (made[0], [made[1]],
+                                              [("deliver", (made[2],), made[3])], {made[2]})
+        if kind == "go":
+            loc = rng.choice(list(self.kitchen.navigable))
+            return (_lower_first(self._fill("go", loc=self._loc(loc)).rstrip(".?!")),
+                    [f"robot_at({loc})"], [("goto", loc)], set())
+        if kind == "come":
+            return (_lower_first(self._fill("come").rstrip(".?!")), [f"robot_at({USER})"],
+                    [("goto", USER)], set())
+        if kind == "kinds":
+            made = self._two_kinds(world, taken)
+        elif kind == "swap":
+            made = self._swap(world, taken)
+        else:                                # two named objects, one verb and destination
+            made = self._many(world, taken, 2)
+        if made is None:
+            return None
+        text, _, items, _ = made
+        return (_lower_first(text.rstrip(".?!")), [self._any(i[1], i[2]) for i in items], items,
+                {o for item in items for o in item[1]})
+
+    def _then(self, world):
+        """Two or three parts in sequence ("take A and B to the table, then bring me C, and
+        come back"); a part that only moves the robot comes last."""
+        first = ["clause", "clause", "pair", "kinds", "swap"]
+        parts, taken = [], set()
+        n = 3 if self.rng.random() < 0.3 else 2
+        for i in range(n):
+            last = i == n - 1
+            kinds = (["clause", "clause", "pair", "go", "come"] if last
+                     else first if i == 0 else ["clause", "pair"])
+            part = self._part(world, taken, kinds)
+            if part is None:
+                return None
+            parts.append(part)
+            taken |= part[3]
+        texts = {"a": parts[0][0], "b": parts[1][0], "c": parts[-1][0]}
+        text = _format(self.rng.choice(self.lex.templates["then" if n == 2 else "then3"]),
+                       **texts)
+        goals = [g for p in parts for g in p[1]]
+        items = [it for p in parts for it in p[2]]
+        return text[0].upper() + text[1:], self._all(goals), items, "en"
+
+    def _many(self, world, taken: set[str] = frozenset(), count: int | None = None):
+        """Several named objects, one verb ("throw away the A, the B and the C")."""
+        rng = self.rng
+        verb = rng.choice(["bring", "throw", "move"])
+        dest = {"bring": USER, "throw": "trash can"}.get(verb) or rng.choice(self.shelves)
+        free = [o for o in self._present(world, self.kitchen.objects)
+                if o not in taken and world.objects.get(o) != dest]
+        objs = rng.sample(free, min(len(free), count or rng.choice([2, 2, 3, 3, 4])))
+        if len(objs) < 2:
+            return None
+        names = [self._name(o, "a" if verb == "bring" and rng.random() < 0.5 else "the")
+                 for o in objs]
+        slots = {"list": _join(names, rng), "loc": self._loc(dest) if verb == "move" else ""}
+        text = self._fill(f"{verb}_many", **slots)
+        return (text, self._all([self._at(o, dest) for o in objs]),
+                [("deliver", (o,), dest) for o in objs], "en")
+
+    def _swap(self, world, taken: set[str] = frozenset()):
+        """Two objects that stand at different places change places."""
+        placed = [o for o in self._present(world, self.kitchen.objects)
+                  if world.objects.get(o) in self.shelves and o not in taken]
+        self.rng.shuffle(placed)
+        for a in placed:
+            for b in placed:
+                la, lb = world.objects[a], world.objects[b]
+                if la != lb:
+                    text = self._fill("swap", x=self._name(a), y=self._name(b))
+                    return (text, self._all([self._at(a, lb), self._at(b, la)]),
+                            [("deliver", (a,), lb), ("deliver", (b,), la)], "en")
+        return None
+
     def _long_horizon(self, world):
         rng = self.rng
-        kind = rng.choice(["then", "then", "many", "many", "all", "all_at", "clear", "swap",
-                           "then_wait", "two_kinds"])
+        kind = rng.choice(["then", "then", "then", "many", "many", "all", "all_at", "clear",
+                           "swap", "two_kinds"])
         if kind == "two_kinds":
             return self._two_kinds(world)
-        if kind in ("then", "then_wait"):
-            first = self._clause(world, set())
-            if first is None:
-                return None
-            items = [("deliver", (first[2],), first[3])]
-            if kind == "then":
-                second = self._clause(world, {first[2]})
-                if second is None:
-                    return None
-                b_text, b_goal = second[0], second[1]
-                items.append(("deliver", (second[2],), second[3]))
-            else:
-                loc = rng.choice(list(self.kitchen.navigable))
-                b_text = _lower_first(self._fill("go", loc=self._loc(loc)).rstrip(".?!"))
-                b_goal = f"robot_at({loc})"
-                items.append(("goto", loc))
-            text = _format(rng.choice(self.lex.templates["then"]), a=first[0], b=b_text)
-            return text, self._all([first[1], b_goal]), items, "en"
+        if kind == "then":
+            return self._then(world)
+        if kind == "swap":
+            return self._swap(world)
         if kind == "many":
-            free = self._present(world, self.kitchen.objects)
-            verb = rng.choice(["bring", "throw", "move"])
-            dest = {"bring": USER, "throw": "trash can"}.get(verb) or rng.choice(self.shelves)
-            free = [o for o in free if world.objects.get(o) != dest]
-            objs = rng.sample(free, min(len(free), rng.choice([2, 2, 3, 3, 4])))
-            if len(objs) < 2:
-                return None
-            names = [self._name(o, "a" if verb == "bring" and rng.random() < 0.5 else "the")
-                     for o in objs]
-            slots = {"list": _join(names, rng), "loc": self._loc(dest) if verb == "move" else ""}
-            text = self._fill(f"{verb}_many", **slots)
-            return (text, self._all([self._at(o, dest) for o in objs]),
-                    [("deliver", (o,), dest) for o in objs], "en")
+            return self._many(world)
         if kind in ("all", "all_at"):
             attr = rng.choice([a for a in self.lex.categories if self.lex.categories[a]["all"]])
             plural = rng.choice(self.lex.categories[attr]["all"])
@@ -447,27 +505,14 @@ class PlanDataGenerator:
                 text = self._fill("clear_at", loc=self._loc(loc), loc2=self._loc(dest))
             return (text, self._all([self._at(o, dest) for o in here]),
                     [("deliver", (o,), dest) for o in here], "en")
-        # swap two objects that stand at different places
-        placed = [o for o in self._present(world, self.kitchen.objects)
-                  if world.objects.get(o) in self.shelves]
-        rng.shuffle(placed)
-        for a in placed:
-            for b in placed:
-                la, lb = world.objects[a], world.objects[b]
-                if la != lb:
-                    text = self._fill("swap", x=self._name(a), y=self._name(b))
-                    return (text, self._all([self._at(a, lb), self._at(b, la)]),
-                            [("deliver", (a,), lb), ("deliver", (b,), la)], "en")
         return None
 
-    def _two_kinds(self, world):
+    def _two_kinds(self, world, taken: set[str] = frozenset()):
         """One of each of two categories with no common member ("a drink and a snack")."""
         rng = self.rng
-        first = self._category(world)
-        if first is None:
-            return None
-        second = self._category(world)
-        if second is None or set(first[1]) & set(second[1]):
+        first, second = self._category(world), self._category(world)
+        if first is None or second is None or set(first[1]) & set(second[1]) \
+                or set(first[1] + second[1]) & set(taken):
             return None
         phrases = [rng.choice(self.lex.categories[a]["one"]) for a, _ in (first, second)]
         text = self._fill("bring_two_kinds", x=phrases[0], y=phrases[1])
@@ -494,21 +539,33 @@ class PlanDataGenerator:
         subs = [a for a in self.lex.categories if a != attr and self.lex.categories[a]["one"]
                 and set(self.lex.members(a)) & set(members)
                 and set(members) - set(self.lex.members(a))]
+        kind = "neg_bring"
         if subs and rng.random() < 0.5:
-            sub = rng.choice(subs)
-            excluded = [m for m in members if m in self.lex.members(sub)]
-            z = rng.choice(self.lex.categories[sub]["one"])
+            chosen = rng.sample(subs, 2 if len(subs) > 1 and rng.random() < 0.3 else 1)
+            excluded = [m for m in members if any(m in self.lex.members(a) for a in chosen)]
+            ones = [rng.choice(self.lex.categories[a]["one"]) for a in chosen]
+            z = " or ".join(ones)
+            plurals = [self.lex.categories[a]["all"] for a in chosen]
+            if len(chosen) == 2 and rng.random() < 0.5:
+                kind = "neg_neither"         # "neither a soda nor an energy drink"
+            elif all(plurals) and rng.random() < 0.4:
+                kind = "neg_avoid"           # "I'm staying away from sodas; bring me a drink"
+                z = " and ".join(rng.choice(p) for p in plurals)
         else:
             excluded = [rng.choice(members)]
             z = self._name(excluded[0])
+            ones = [z]
         dest = USER if rng.random() < 0.8 else rng.choice(self.shelves)
         if any(world.objects.get(m) == dest for m in members):
             return None
         allowed = [m for m in members if m not in excluded]
+        if not allowed:
+            return None
+        if dest != USER:
+            kind = "neg_move"
         xs = (self.lex.categories[attr]["all"] or ["thing"])[0]
-        text = self._fill("neg_bring" if dest == USER else "neg_move",
-                          x=rng.choice(self.lex.categories[attr]["one"]), z=z, xs=xs,
-                          loc=self._loc(dest) if dest != USER else "")
+        text = self._fill(kind, x=rng.choice(self.lex.categories[attr]["one"]), z=z, xs=xs,
+                          z1=ones[0], z2=ones[-1], loc=self._loc(dest) if dest != USER else "")
         goal = f"and({self._any(allowed, dest)}, not({self._any(excluded, dest)}))"
         return text, goal, [("deliver", tuple(allowed), dest)], "en"
 

@@ -64,6 +64,37 @@ def test_generator_covers_every_family_and_varies_the_start(corpus):
     assert max(len(d.steps) for d in corpus) >= 13          # several objects in one plan
 
 
+def test_long_sentences_join_parts_in_order_and_end_with_any_move_of_the_robot(
+        kitchen, skills, lexicon):
+    gen = PlanDataGenerator(kitchen, skills, lexicon, seed=11)
+    made = [m for m in (gen._then(SymbolicWorld(kitchen, gen._random_init("long_horizon")))
+                        for _ in range(300)) if m is not None]
+    assert len(made) > 100
+    assert max(len(items) for _, _, items, _ in made) >= 4     # pairs, kinds, swaps, 3 parts
+    for text, goal, items, _ in made:
+        assert text[0].isupper(), text
+        named = [o for item in items if item[0] == "deliver" for o in item[1]]
+        assert len(named) == len(set(named)), text               # no object named twice
+        moves = [i for i, item in enumerate(items) if item[0] == "goto"]
+        assert moves in ([], [len(items) - 1]), text
+
+
+def test_exclusions_of_two_categories_or_of_what_one_avoids_leave_something_allowed(
+        kitchen, skills, lexicon):
+    from saycan_ros.learning.planner_data import FAMILY_WEIGHTS
+    only_negation = dict.fromkeys(FAMILY_WEIGHTS, 0) | {"negation": 1}
+    dialogues = PlanDataGenerator(kitchen, skills, lexicon, seed=12,
+                                  family_weights=only_negation).dialogues(300)
+    texts = " ".join(d.instruction for d in dialogues)
+    assert "neither" in texts.lower()
+    assert any(word in texts for word in ("allergic", "staying away", "given up", "not allowed"))
+    for d in dialogues:                     # the plan meets the goal, exclusion included
+        world = SymbolicWorld(kitchen, d.init)
+        for step in d.steps:
+            assert world.execute(skills.get(step)).success
+        assert d.goal.holds(world), (d.instruction, d.steps)
+
+
 def test_same_seed_same_dialogues(kitchen, skills, lexicon):
     a = PlanDataGenerator(kitchen, skills, lexicon, seed=5).dialogues(50)
     b = PlanDataGenerator(kitchen, skills, lexicon, seed=5).dialogues(50)
@@ -239,10 +270,14 @@ def test_a_new_scene_line_starts_a_new_training_sequence(start_scene, refreshed)
 # -- training and the shipped adapter ----------------------------------------------------------
 def _tiny_train(tmp_path, seed, name):
     from saycan_ros.learning.train_planner import train_planner
+    from saycan_ros.learning.configuration_planner import PlannerAdapterConfig
     out = tmp_path / name
-    train_planner(seed=seed, out=out, progress=False,
+    config = tmp_path / f"{name}.yaml"        # the shipped recipe, from a fresh LoRA
+    config.write_text(yaml.safe_dump({"planner": PlannerAdapterConfig.load().to_dict()
+                                      | {"init_adapter": ""}}))
+    train_planner(config, seed=seed, out=out, progress=False,   # bit-equal reruns: the CPU's claim
                   overrides={"data.dialogues": 4, "train.batch_size": 2, "data.languages": False,
-                             "train.device": "cpu"})   # bit-equal reruns: the CPU's claim
+                             "train.device": "cpu"})
     return out
 
 
