@@ -46,6 +46,15 @@ FAMILY_WEIGHTS: dict[str, float] = {
 DATA_VERSION = 3
 
 
+#: The sentence templates the generator draws (``templates`` of config/planner_data.yaml).
+TEMPLATE_KINDS = frozenset({
+    "bring", "throw", "move", "pick", "go", "come", "find", "drop_held", "deliver_held",
+    "throw_held", "move_held", "then", "then3", "bring_many", "throw_many", "move_many",
+    "bring_all", "bring_all_at", "throw_all", "throw_all_at", "move_all_at", "clear_at",
+    "bring_everything_at", "swap", "count_bring", "count_throw", "count_move", "neg_bring",
+    "neg_neither", "neg_avoid", "neg_throw_all", "neg_move", "bring_two_kinds", "numbers"})
+
+
 def normalise(text: str) -> str:
     """Lower-cased letters and digits of any script, single spaces (for the overlap check)."""
     kept = "".join(c if unicodedata.category(c)[0] in "LN" else " " for c in text.lower())
@@ -96,6 +105,9 @@ def load_lexicon(kitchen: Kitchen, path: str | Path | None = None,
                       spills=list(data["spills"]), places=list(data["places"]))
     except (KeyError, TypeError) as exc:
         raise ConfigError(f"{source}: missing or malformed section {exc}") from None
+    missing_templates = TEMPLATE_KINDS - set(lex.templates)
+    if missing_templates:
+        raise ConfigError(f"{source}: templates: missing {sorted(missing_templates)}")
     for name, spec in lex.objects.items():
         kitchen.object(name)
         unknown = set(spec["attributes"]) - set(lex.categories)

@@ -95,6 +95,16 @@ def test_exclusions_of_two_categories_or_of_what_one_avoids_leave_something_allo
         assert d.goal.holds(world), (d.instruction, d.steps)
 
 
+def test_a_vocabulary_without_a_template_kind_is_refused_on_load(kitchen, tmp_path):
+    from saycan_ros.core.config import ConfigError
+    data = yaml.safe_load((CONFIG / "planner_data.yaml").read_text())
+    del data["templates"]["neg_avoid"]
+    path = tmp_path / "planner_data.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match=r"templates: missing \['neg_avoid'\]"):
+        load_lexicon(kitchen, path, languages_path=False)
+
+
 def test_same_seed_same_dialogues(kitchen, skills, lexicon):
     a = PlanDataGenerator(kitchen, skills, lexicon, seed=5).dialogues(50)
     b = PlanDataGenerator(kitchen, skills, lexicon, seed=5).dialogues(50)
