@@ -27,7 +27,7 @@ def lexicon(kitchen):
 
 @pytest.fixture(scope="module")
 def corpus(kitchen, skills, lexicon):
-    """The training set of the shipped adapter's configuration (seed 0)."""
+    """The shipped adapter's training set: its record's data settings, config/learning.yaml's seed."""
     from saycan_ros.learning.configuration_planner import PlannerAdapterConfig
     cfg = PlannerAdapterConfig.load()
     record = MODELS / "planner_smollm2" / "planner.json"
