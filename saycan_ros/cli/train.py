@@ -100,7 +100,7 @@ def cmd_eval_value(args) -> int:
     from saycan_ros.learning.evaluate import eval_value, format_value_result
     result = eval_value(args.episodes, args.seed, weights=args.weights or None,
                         policy=args.policy or None, n_envs=args.n_envs, png=args.png,
-                        record=args.record)
+                        record=args.record, elsewhere=args.elsewhere)
     _dump(args.json, result)
     print(format_value_result(result))
     return 0
@@ -160,6 +160,9 @@ def register(subparsers) -> None:
     ev.add_argument("--weights", default="", help="default models/value_pick.pt")
     ev.add_argument("--policy", default="", help="default models/bc_pick.pt")
     ev.add_argument("--n-envs", type=int, default=16)
+    ev.add_argument("--elsewhere", type=float, default=None,
+                    help="share of starts with the other shelves stocked too (default: the value "
+                         "configuration's data.elsewhere)")
     ev.add_argument("--png", default="docs/value_reliability.png", help="reliability diagram ('' = none)")
     ev.add_argument("--json", default="")
     ev.add_argument("--record", action="store_true", help="store the result in models/value_pick.json")

@@ -19,6 +19,7 @@ class ValueDataConfig:
     feasible_fraction: float = 0.5
     reasons: tuple[str, ...] = ("absent", "holding", "out_of_reach", "away", "holding_target")
     distractors: tuple[int, int] = (1, 6)  # other objects at the location (task scenes: up to 6)
+    elsewhere: float = 0.0                 # share of starts with the other shelves stocked too
     n_envs: int = 16
 
 

@@ -64,10 +64,12 @@ def pick_skill(obj: str) -> str:
 
 def make_pick_env(image_size: int = HEAD_CAMERA_SIZE,
                   distractors: tuple[int, int] = SCENE_DISTRACTORS, ee_view: int = 0,
-                  ee_view_zoom: float = EE_VIEW_ZOOM, ee_camera: str = "crop"):
+                  ee_view_zoom: float = EE_VIEW_ZOOM, ee_camera: str = "crop",
+                  elsewhere: float = 0.0):
     from saycan_ros.sim.envs import KitchenSkillEnv
     return KitchenSkillEnv("pick", image_size=image_size, distractors=tuple(distractors),
-                           ee_view=ee_view, ee_view_zoom=ee_view_zoom, ee_camera=ee_camera)
+                           ee_view=ee_view, ee_view_zoom=ee_view_zoom, ee_camera=ee_camera,
+                           elsewhere=elsewhere)
 
 
 def ee_view_of(policy) -> tuple[int, float, str]:
@@ -312,11 +314,12 @@ class Rollouts:
 def rollout(policy: PolicyFn, specs: Sequence[StartSpec], n_envs: int = 16, record: bool = False,
             expert_labels: bool = False, noise: tuple[float, float] = (0.0, 0.0),
             image_size: int | None = None, distractors=SCENE_DISTRACTORS, progress: bool = True,
-            desc: str = "rollouts", undershoot: float = 0.0) -> Rollouts:
+            desc: str = "rollouts", undershoot: float = 0.0, elsewhere: float = 0.0) -> Rollouts:
     """Run ``policy`` from every start in ``specs``, ``n_envs`` episodes at a time with one
     batched policy call per step. ``noise``: per-episode DART noise std range on the executed
     action (DAgger data collection); evaluation uses none. ``image_size``: the camera's;
-    default the policy's own (``policy.image_size``), else the head camera's."""
+    default the policy's own (``policy.image_size``), else the head camera's. ``elsewhere``:
+    the share of starts with the other shelves stocked too (see ``KitchenSkillEnv``)."""
     from tqdm import tqdm
 
     from saycan_ros.sim.expert import PickExpert, perturb
@@ -324,7 +327,8 @@ def rollout(policy: PolicyFn, specs: Sequence[StartSpec], n_envs: int = 16, reco
     image_size = int(image_size or getattr(policy, "image_size", HEAD_CAMERA_SIZE))
     ee_view, ee_zoom, ee_camera = ee_view_of(policy)
     n_envs = max(1, min(n_envs, len(specs)))
-    envs = [make_pick_env(image_size, distractors, ee_view, ee_zoom, ee_camera) for _ in range(n_envs)]
+    envs = [make_pick_env(image_size, distractors, ee_view, ee_zoom, ee_camera, elsewhere)
+            for _ in range(n_envs)]
     success = np.zeros(len(specs), bool)
     length = np.zeros(len(specs), np.int16)
     rec: dict[str, list] = {k: [] for k in ("images", "ee_images", "states", "skills", "actions",

@@ -66,9 +66,11 @@ def eval_skill_pick(episodes_per_object: int = 20, seed: int = 0, weights=None, 
 def eval_value(episodes: int = 1800, seed: int = 0, weights=None, policy=None, n_envs: int = 16,
                threads: int = 1, png="docs/value_reliability.png", progress: bool = True,
                record: bool = False, distractors: tuple[int, int] = EVAL_DISTRACTORS,
-               log: Callable[[str], None] = print) -> dict:
+               elsewhere: float | None = None, log: Callable[[str], None] = print) -> dict:
     """Calibrated V(s0, skill) against the BC policy's actual success from s0, on held-out
-    mixed starts. Writes a reliability diagram to ``png`` (relative to the repository root)."""
+    mixed starts. Writes a reliability diagram to ``png`` (relative to the repository root).
+    ``elsewhere``: the share of starts with the other shelves stocked (None: the value
+    configuration's)."""
     import torch
 
     from saycan_ros.learning import data as D
@@ -85,12 +87,14 @@ def eval_value(episodes: int = 1800, seed: int = 0, weights=None, policy=None, n
     try:
         vcfg = ValueConfig.load()
         fraction, reasons = vcfg.data.feasible_fraction, tuple(vcfg.data.reasons)
+        stocked = vcfg.data.elsewhere
     except Exception:  # noqa: BLE001 - fall back to the defaults
-        fraction, reasons = 0.5, D.PICK_REASONS
+        fraction, reasons, stocked = 0.5, D.PICK_REASONS, 0.0
+    elsewhere = stocked if elsewhere is None else float(elsewhere)
     base = EVAL_SEED_BASE + VALUE_SEED_OFFSET + seed * 1_000_000
     specs = D.mixed_starts(episodes, base, fraction, reasons)
     t = time.time()
-    env = D.make_pick_env(value.image_size, distractors=tuple(distractors))
+    env = D.make_pick_env(value.image_size, distractors=tuple(distractors), elsewhere=elsewhere)
     images, states, skills = [], [], []
     for spec in specs:
         obs, _ = D.reset_to(env, spec)
@@ -102,7 +106,7 @@ def eval_value(episodes: int = 1800, seed: int = 0, weights=None, policy=None, n
                           for i in range(0, len(skills), 256)])
     p = value.calibration(raw)
     roll = D.rollout(bc, specs, n_envs=n_envs, progress=progress, desc="eval value",
-                     distractors=tuple(distractors))
+                     distractors=tuple(distractors), elsewhere=elsewhere)
     y = roll.success.astype(float)
     reason = np.array([s.reason or "feasible" for s in specs])
     by_start = {}
@@ -115,7 +119,7 @@ def eval_value(episodes: int = 1800, seed: int = 0, weights=None, policy=None, n
     feas = reason == "feasible"
     result = {"weights": vpath.name, "policy": ppath.name, "seed": seed,
               "env_seeds": [base, base + len(specs) - 1], "episodes": len(specs),
-              "distractors": list(distractors), "bc_success": int(y.sum()),
+              "distractors": list(distractors), "elsewhere": elsewhere, "bc_success": int(y.sum()),
               "v_min": value.calibration.v_min, "v_max": value.calibration.v_max,
               "auroc": auroc(p, y), "auroc_raw": auroc(raw, y),
               "ece": expected_calibration_error(p, y), "brier": brier(p, y), "log_loss": log_loss(p, y),

@@ -63,12 +63,14 @@ def collect_value_rollouts(policy, policy_digest: str, n: int, seed_base: int, c
     from saycan_ros.learning import data as D
     spec = {"policy": policy_digest, "n": n, "seed_base": seed_base,
             "feasible_fraction": cfg.data.feasible_fraction, "reasons": list(cfg.data.reasons),
-            "distractors": list(cfg.data.distractors), "record": record}
+            "distractors": list(cfg.data.distractors), "record": record,
+            **({"elsewhere": cfg.data.elsewhere} if cfg.data.elsewhere else {})}
 
     def build():
         specs = D.mixed_starts(n, seed_base, cfg.data.feasible_fraction, tuple(cfg.data.reasons))
         roll = D.rollout(policy, specs, n_envs=cfg.data.n_envs, record=record, progress=progress,
-                         desc=desc, distractors=tuple(cfg.data.distractors))
+                         desc=desc, distractors=tuple(cfg.data.distractors),
+                         elsewhere=cfg.data.elsewhere)
         out = {**D.specs_to_arrays(specs), "success": roll.success, "length": roll.length}
         if record:
             st = roll.steps
@@ -79,12 +81,13 @@ def collect_value_rollouts(policy, policy_digest: str, n: int, seed_base: int, c
     return D.cached("value_rollouts", spec, build, log=log)
 
 
-def first_observations(rollouts: dict, distractors: tuple[int, int], image_size: int) -> dict:
-    """Re-create every episode's start observation (cheap: resets only); ``distractors`` and
-    ``image_size`` must be the rollouts' own, or the scenes differ from those the outcomes were
-    measured in."""
+def first_observations(rollouts: dict, distractors: tuple[int, int], image_size: int,
+                       elsewhere: float = 0.0) -> dict:
+    """Re-create every episode's start observation (cheap: resets only); ``distractors``,
+    ``image_size`` and ``elsewhere`` must be the rollouts' own, or the scenes differ from those
+    the outcomes were measured in."""
     from saycan_ros.learning import data as D
-    env = D.make_pick_env(image_size, tuple(distractors))
+    env = D.make_pick_env(image_size, tuple(distractors), elsewhere=elsewhere)
     images, states, skills = [], [], []
     for spec in D.specs_from_arrays(rollouts):
         obs, _ = D.reset_to(env, spec)
@@ -232,7 +235,7 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
 
     # -- calibration on held-out rollouts --------------------------------------------------------
     value = PickValue(net.eval(), table)
-    starts = first_observations(calib, cfg.data.distractors, bc.image_size)
+    starts = first_observations(calib, cfg.data.distractors, bc.image_size, cfg.data.elsewhere)
     raw = np.concatenate([value.raw(starts["images"][i:i + 256], starts["states"][i:i + 256],
                                     starts["skills"][i:i + 256])
                           for i in range(0, len(starts["skills"]), 256)])

@@ -12,6 +12,11 @@ when it started: a policy with ``start_frame`` takes it). Action: see
 :mod:`saycan_ros.sim.control`. Sparse reward: 1.0 at the end of a successful episode, else 0;
 at most 50 actions (the SayCan paper's evaluation protocol).
 
+``elsewhere``: the share of pick starts whose other shelves are stocked too (the objects that
+are neither at the location nor in the hand, spread over the other pick locations, as in a task
+scene, where the head camera sees them in the background); 0 (the default) keeps the rest of the
+kitchen empty.
+
 Reset options: ``object``, ``location``, ``skill`` (a skill text instead of object), and
 ``infeasible``: False (default: the env's ``infeasible_prob``), True (a random impossible
 start) or one of the reasons below, so that value functions see what cannot be done.
@@ -48,13 +53,17 @@ class KitchenSkillEnv(gym.Env):
                  max_steps: int = MAX_STEPS, infeasible_prob: float = 0.0,
                  distractors: tuple[int, int] = (1, 2), render_mode: str | None = None,
                  kitchen: Kitchen | None = None, ee_view: int = 0,
-                 ee_view_zoom: float = EE_VIEW_ZOOM, ee_camera: str = "crop"):
+                 ee_view_zoom: float = EE_VIEW_ZOOM, ee_camera: str = "crop",
+                 elsewhere: float = 0.0):
         if task not in ENV_IDS:
             raise ValueError(f"task must be one of {sorted(ENV_IDS)}, got {task!r}")
         self.task = task
         self.max_steps = int(max_steps)
         self.infeasible_prob = float(infeasible_prob)
         self.distractors = distractors
+        if not 0.0 <= float(elsewhere) <= 1.0:
+            raise ValueError(f"elsewhere must be in [0, 1], got {elsewhere!r}")
+        self.elsewhere = float(elsewhere)
         self.render_mode = render_mode
         self.kitchen = kitchen or load_kitchen()
         self.world = KitchenWorld(self.kitchen, cmd_timeout=None)
@@ -104,7 +113,8 @@ class KitchenSkillEnv(gym.Env):
         distractors, spare = others[:count], others[count]
         world_seed = int(rng.integers(2 ** 31))
         if self.task == "pick":
-            self._reset_pick(target, location, distractors, spare, reason, world_seed)
+            rest = self._stock_elsewhere(rng, location, others[count + 1:], target, spare, reason)
+            self._reset_pick(target, location, distractors, spare, reason, world_seed, rest)
         else:
             self._reset_place(target, location, distractors, spare, reason, world_seed, rng)
         self.steps = 0
@@ -141,12 +151,26 @@ class KitchenSkillEnv(gym.Env):
             raise ValueError(f"infeasible must be a bool or one of {reasons}, got {option!r}")
         return option
 
-    def _reset_pick(self, target, location, distractors, spare, reason, seed) -> None:
+    def _stock_elsewhere(self, rng, location, leftover, target, spare, reason) -> dict[str, str]:
+        """With probability ``elsewhere``: object -> another pick location for the objects that
+        are neither at ``location`` nor held (an absent target among them: seen, not reachable).
+        Draws nothing when ``elsewhere`` is 0, so older seeds lay out the same scenes."""
+        if not self.elsewhere or rng.random() >= self.elsewhere:
+            return {}
+        names = list(leftover) + ([spare] if reason != "holding" else [])
+        if reason == "absent":
+            names.append(target)
+        shelves = [loc for loc in PICK_LOCATIONS if loc != location]
+        return {name: shelves[int(rng.integers(len(shelves)))] for name in names}
+
+    def _reset_pick(self, target, location, distractors, spare, reason, seed,
+                    elsewhere: dict[str, str] | None = None) -> None:
         # holding: another object is in the hand; holding_target: the target itself already is
         # (a pick asked for again after it succeeded).
         placements = {name: location for name in distractors}
         if reason not in ("absent", "holding_target"):
             placements = {target: location, **placements}
+        placements.update(elsewhere or {})
         held = {"holding": spare, "holding_target": target}.get(reason)
         for attempt in range(20):   # the start pose noise can move a slot across the reach limit
             self.world.reset_scene(location, placements, holding=held, seed=seed + attempt,

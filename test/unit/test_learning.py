@@ -149,6 +149,28 @@ def test_value_is_high_when_the_object_is_in_reach(env, value):
     assert np.mean(p) > 0.65 and np.median(p) > 0.7, np.round(p, 2)
 
 
+def test_in_the_built_in_kitchen_objects_in_reach_outrank_those_on_other_shelves(vocabulary):
+    """The deployment scene, not the pick env's: every shelf stocked, the robot driven to one.
+    What stands there is rated high (none near 0, where ``done`` would win after ``find``), and
+    on average well above what stands on another shelf in the camera's view."""
+    from saycan_ros.planning.affordance import AffordanceContext
+    from saycan_ros.skills.pick.affordance import LearnedPickAffordance
+    from saycan_ros.worlds.simulated import SimulatedKitchen
+    affordance, sim = LearnedPickAffordance(), SimulatedKitchen(pick="expert")
+    names = list(sim.kitchen.objects)
+    picks = [vocabulary.skills.get(f"pick up the {o}") for o in names]
+    here, elsewhere = [], []
+    for seed in range(3):
+        for shelf in ("close counter", "far counter", "table"):
+            sim.reset(None, seed=seed)
+            assert sim.drive_to(shelf).success
+            context = AffordanceContext(sim.kitchen, sim.snapshot(), sim.observation())
+            for name, p in zip(names, affordance.evaluate(picks, context)[0]):
+                (here if sim.objects[name] == shelf else elsewhere).append(p)
+    assert min(here) > 0.1 and np.mean(here) > 0.8, np.round(here, 2)
+    assert np.mean(here) - np.mean(elsewhere) > 0.4, (np.mean(here), np.mean(elsewhere))
+
+
 def test_learned_pick_affordance_scores_all_candidates_in_one_pass(env, vocabulary):
     from saycan_ros.planning.affordance import (AFFORDANCE_MODELS, AffordanceContext, load_affordance,
                                                 make_affordance_model)

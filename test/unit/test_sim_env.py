@@ -7,7 +7,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from saycan_ros.robot.cameras import HEAD_CAMERA_SIZE
-from saycan_ros.sim.envs import ENV_IDS, MAX_STEPS, PICK_INFEASIBLE, PLACE_INFEASIBLE, KitchenSkillEnv
+from saycan_ros.sim.envs import (ENV_IDS, MAX_STEPS, PICK_INFEASIBLE, PICK_LOCATIONS,
+                                 PLACE_INFEASIBLE, KitchenSkillEnv)
 
 EXPERT_EPISODES = 100
 
@@ -219,6 +220,27 @@ def test_infeasible_place_starts(place_env, reason):
         info, reward, steps = run_expert(place_env, seed, options={"infeasible": reason})
         assert not info["feasible"] and info["infeasible_reason"] == reason
         assert steps == 1 and reward == 0.0
+
+
+def test_a_stocked_kitchen_fills_the_other_shelves_and_leaves_the_local_scene_alone(pick_env):
+    stocked = KitchenSkillEnv("pick", elsewhere=1.0)
+    for seed in range(6):
+        reason = ("absent", "holding", False)[seed % 3]
+        _, info = stocked.reset(seed=seed, options={"infeasible": reason})
+        here, target, world = info["location"], info["object"], stocked.world
+        scene = {name: at for name, at in world.scene().items() if name != world.held}
+        elsewhere = {name for name, at in scene.items() if at != here}
+        assert elsewhere and {scene[n] for n in elsewhere} <= set(PICK_LOCATIONS) - {here}
+        assert len(world.present) == len(stocked.kitchen.objects)   # nothing left out
+        if reason == "absent":                 # seen on another shelf, still not pickable here
+            assert target in elsewhere and not info["feasible"]
+        _, plain_info = pick_env.reset(seed=seed, options={"infeasible": reason})
+        local = {n: (o.x, o.y) for n, o in pick_env.world.objects.items()
+                 if n in pick_env.world.present and o.location == here}
+        assert plain_info["object"] == target and plain_info["location"] == here
+        assert {n: (world.objects[n].x, world.objects[n].y) for n in local} == local
+    with pytest.raises(ValueError, match="elsewhere"):
+        KitchenSkillEnv("pick", elsewhere=1.5)
 
 
 def test_infeasible_probability(pick_env):
