@@ -116,6 +116,10 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
         # The value head trains on cached features of the frozen encoder: nothing to speed up.
         raise ConfigError(f"value.train.precision: only fp32 is supported, "
                           f"got {cfg.train.precision!r}")
+    elsewhere = cfg.data.elsewhere
+    if isinstance(elsewhere, bool) or not isinstance(elsewhere, (int, float)) \
+            or not 0.0 <= elsewhere <= 1.0:
+        raise ConfigError(f"value.data.elsewhere: a share in [0, 1], got {elsewhere!r}")
     out = resolve_model(out, DEFAULT_OUT)
     policy_path = resolve_model(policy or cfg.data.policy, "bc_pick.pt")
     tc, td = cfg.train, cfg.td

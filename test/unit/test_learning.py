@@ -626,6 +626,9 @@ def test_bad_image_size_and_value_precision_are_rejected_before_any_work():
             BCPolicyNet(dataclasses.replace(cfg, image_size=bad))
     with pytest.raises(ValueError, match="precision"):
         train_value(overrides={"train.precision": "bf16"}, progress=False)
+    for bad in (1.5, -0.1, "half", True):
+        with pytest.raises(ValueError, match="elsewhere"):
+            train_value(overrides={"data.elsewhere": bad}, progress=False)
 
 
 def test_augment_moves_content_by_the_returned_shift_and_leaves_the_input_alone():
