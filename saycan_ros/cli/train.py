@@ -4,7 +4,7 @@
     saycan train bc    [--config F] [--seed 0] [--out models/bc_pick.pt] [--set train.steps=100]
     saycan train value [--config F] [--seed 0] [--out models/value_pick.pt] [--policy bc_pick.pt]
     saycan eval-skill pick [--episodes 20 (per object)] [--seed 0] [--weights F] [--json F] [--record]
-    saycan eval-value  [--episodes 1800] [--seed 0] [--png docs/value_reliability.png] [--record]
+    saycan eval-value  [--episodes 1800] [--seed 0] [--elsewhere 0.5] [--png F] [--record]
 
 ``eval-skill pick`` is listed with the other skills' evaluators in
 :data:`saycan_ros.cli.eval_skill.SKILL_EVALUATORS` (``run_eval_skill_pick``, ``pick_arguments``).
@@ -98,6 +98,8 @@ def _config_errors(command: str):
 
 def cmd_eval_value(args) -> int:
     from saycan_ros.learning.evaluate import eval_value, format_value_result
+    if args.elsewhere is not None and not 0.0 <= args.elsewhere <= 1.0:
+        raise SystemExit(f"saycan eval-value: --elsewhere is a share in [0, 1], got {args.elsewhere}")
     result = eval_value(args.episodes, args.seed, weights=args.weights or None,
                         policy=args.policy or None, n_envs=args.n_envs, png=args.png,
                         record=args.record, elsewhere=args.elsewhere)

@@ -255,6 +255,9 @@ def test_cli_registers_its_commands():
     assert parser.parse_args(["train", "value", "--seed", "2"]).seed == 2
     assert parser.parse_args(["eval-value", "--episodes", "10"]).episodes == 10
     assert parser.parse_args(["eval-skill", "navigate"]).skill == "navigate"
+    bad = parser.parse_args(["eval-value", "--elsewhere", "2"])
+    with pytest.raises(SystemExit, match="elsewhere"):              # before any rollout
+        bad.func(bad)
 
 
 def test_train_overrides_parse_json_and_keep_plain_text():
