@@ -10,32 +10,40 @@ import sys
 from saycan_ros.cli.common import write_json
 
 
+def _bench_scoring(args) -> int:
+    """Record the steps of development plans with the default scorer, then time every lever
+    on them with ``--model`` (the default one, or another model on the same prompts)."""
+    from saycan_ros.evaluation.bench_scoring import (format_arms, format_scoring_result,
+                                                     record_steps, run_scoring_bench)
+    from saycan_ros.llm.config import DEFAULT_MODEL, LLMConfig, resolve_adapter
+    from saycan_ros.llm.transformers_backend import TransformersBackend
+    from saycan_ros.planning.vocabulary import load_vocabulary
+    from saycan_ros.stack import make_language_scorer
+    if args.threads:
+        import torch
+        torch.set_num_threads(args.threads)
+    try:
+        adapter = resolve_adapter(args.model, args.adapter)
+    except ValueError as exc:
+        print(f"saycan bench scoring: {exc}", file=sys.stderr)
+        return 2
+    default = make_language_scorer(LLMConfig(model=DEFAULT_MODEL), load_vocabulary().prompt)
+    steps = record_steps(args.bench_tasks, scorer=default)
+    backend = default.backend if args.model == DEFAULT_MODEL and args.adapter == "auto" else \
+        TransformersBackend(args.model, adapter=str(adapter or ""))
+    int8 = None if args.no_int8 else TransformersBackend(args.model, adapter=str(adapter or ""),
+                                                         quantize="int8")
+    result = run_scoring_bench(backend, steps, naive_steps=args.naive_steps, int8_backend=int8)
+    if args.json:
+        write_json(args.json, result)
+    print(format_arms(result))
+    print(format_scoring_result(result))
+    return 0
+
+
 def cmd_bench(args) -> int:
     if args.what == "scoring":
-        from saycan_ros.evaluation.bench_scoring import format_scoring_result, run_scoring_bench
-        from saycan_ros.planning.scene import scene_of
-        from saycan_ros.llm.config import resolve_adapter
-        from saycan_ros.planning.vocabulary import load_vocabulary
-        from saycan_ros.stack import adapter_prompt
-        from saycan_ros.core.world import SymbolicWorld
-        vocabulary = load_vocabulary()
-        prompt, backend = vocabulary.prompt, None
-        adapter = resolve_adapter(args.model, args.adapter)
-        if adapter is not None:      # the planner's real step: the adapter's prompt and scene
-            from saycan_ros.llm.transformers_backend import TransformersBackend
-            prompt = adapter_prompt(adapter)
-            backend = TransformersBackend(args.model, adapter=str(adapter))
-        scene = scene_of(vocabulary.kitchen, SymbolicWorld(vocabulary.kitchen).snapshot())
-        result = run_scoring_bench(
-            args.model, prompt.prefix(),
-            prompt.query("I spilled my coke, can you bring me something to clean it up?",
-                         ["find a sponge"], scene if prompt.scene else ""),
-            [prompt.option(s) for s in vocabulary.skills.texts],
-            repeats=args.repeats, backend=backend)
-        if args.json:
-            write_json(args.json, result)
-        print(format_scoring_result(result))
-        return 0
+        return _bench_scoring(args)
     if args.what == "speech":
         from saycan_ros.core.kitchen import load_kitchen
         from saycan_ros.evaluation.bench_speech import format_speech_result, run_speech_bench
@@ -96,6 +104,13 @@ def register(sub) -> None:
                        help="scoring: the planner adapter's prompt and weights (auto, the "
                             "planner's default), or none (the frozen model's few-shot prompt)")
     bench.add_argument("--repeats", type=int, default=3)
+    scoring = bench.add_argument_group("scoring")
+    scoring.add_argument("--bench-tasks", type=int, default=6,
+                         help="development tasks (one per family) whose plan steps are timed")
+    scoring.add_argument("--naive-steps", type=int, default=3,
+                         help="steps the one-pass-per-option reference is timed on")
+    scoring.add_argument("--no-int8", action="store_true", help="leave out the int8 arm")
+    scoring.add_argument("--threads", type=int, default=0, help="torch threads (0 = default)")
     bench.add_argument("--steps", type=int, default=5000)
     bench.add_argument("--no-camera", action="store_true")
     bench.add_argument("--json")

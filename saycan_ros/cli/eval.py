@@ -87,7 +87,7 @@ def cmd_eval(args) -> int:
         max_failures = (args.max_steps if fault_rate else
                         0 if args.world == "symbolic" else 2)
     jobs = [EvalJob(model, strategy, llm, affordance_file or "", args.max_steps, args.world,
-                    args.seed, world_options, max_failures, fault_rate)
+                    args.seed, world_options, max_failures, fault_rate, not args.no_prune)
             for model in models for strategy in strategies]
     jsonl = open(args.jsonl, "a", encoding="utf-8") if args.jsonl else None
 
@@ -157,6 +157,9 @@ def register(sub) -> None:
     ev.add_argument("--fault-rate", type=float, default=0.0,
                     help="fail this fraction of skill executions at random before they run "
                          "(seeded per task; the world is unchanged), to measure re-planning")
+    ev.add_argument("--no-prune", action="store_true",
+                    help="saycan: the language model scores every skill, not only those that "
+                         "can run (the same choices, slower; for comparing scores)")
     ev.add_argument("--jobs", type=int, default=1,
                     help="worker processes sharing the runs in chunks of tasks (symbolic or sim "
                          "world; same results as one process)")

@@ -1,18 +1,54 @@
-"""Benchmark of candidate scoring: one forward pass per option (naive) against the cached prefix
-+ all options packed in one forward pass (packed), side by side on the same loaded model.
+"""Benchmark of candidate scoring over the steps of real plans, each lever side by side.
 
-``run_scoring_bench`` returns the timings and the largest score difference between the modes;
-``format_scoring_result`` renders the summary line printed by ``saycan bench scoring``.
+:func:`record_steps` plans a few development tasks in the symbolic world (the default scorer,
+every skill scored) and keeps what the language model saw at each step: the prefix, the query,
+every skill's option text and which skills could run. :func:`run_scoring_bench` then replays
+those steps, in order, through each arm on one loaded model:
+
+=========  ==============================================================================
+naive      one forward pass per option over the whole text (a sample of the steps)
+flat       packed pass, options concatenated (no trie), the whole query each step
+trie       + the options' common starts shared (a token trie): the plain packed path
+grow       + the context grows with the plan: only its new tokens run, in the same pass
+prune      + only the skills that can run (affordance > 0) are scored: the default
+int8       + dynamic int8 linear layers (a second copy of the model; not the default)
+=========  ==============================================================================
+
+Each arm's time is the median over the steps; its choices (argmax of language probability x
+affordance, as SayCan picks) are compared with the ``trie`` arm's, and so are its scores.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import platform
 import resource
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, Sequence
 
 import numpy as np
+
+#: Cumulative levers, in order (module docstring).
+ARMS = ("naive", "flat", "trie", "grow", "prune", "int8")
+#: The arm the others' choices and scores are compared with (the plain packed path).
+REFERENCE_ARM = "trie"
+DEFAULT_ARM = "prune"
+#: The development-set tasks whose plans make the bench's steps (one per kind of plan).
+BENCH_TASKS = 6
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchStep:
+    """What the language model scores at one planning step."""
+
+    prefix: str
+    query: str
+    options: tuple[str, ...]        # every skill's option text
+    runnable: tuple[bool, ...]      # affordance > 0
+    affordance: tuple[float, ...]
+    temperature: float = 1.0        # the prompt's: SayCan ranks by softmax(raw / T) x affordance
 
 
 def _sig3(x: float) -> str:
@@ -32,77 +68,191 @@ def _sig3(x: float) -> str:
 
 def format_scoring_result(d: dict) -> str:
     """``scoring: naive A s/step, packed B s/step, speedup Rx[, peak RSS M MB]`` (A, B: 3
-    significant digits; R: 1 decimal)."""
+    significant digits; R: 1 decimal). ``packed`` is the default scoring path."""
     return (f"scoring: naive {_sig3(float(d['naive_s_per_step']))} s/step, "
             f"packed {_sig3(float(d['packed_s_per_step']))} s/step, "
             f"speedup {float(d['speedup']):.1f}x"
             + (f", peak RSS {float(d['peak_rss_mb']):.0f} MB" if "peak_rss_mb" in d else ""))
 
 
-def run_scoring_bench(model: str, prefix: str, query: str, options: list[str],
-                      repeats: int = 3, naive_repeats: int = 1, *, backend: Any = None,
-                      dtype: str = "float32", threads: int | None = None,
-                      progress: bool = True) -> dict:
-    """Time naive and packed scoring of ``options`` after ``prefix + query`` on one model.
+def cpu_description() -> dict[str, Any]:
+    """The CPU's model name, cores and the vector features that decide the arithmetic."""
+    model, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                model = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+    except OSError:
+        pass
+    wanted = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "avx512_bf16", "amx_bf16",
+              "amx_int8")
+    import os
+    return {"model": model, "cores": os.cpu_count(),
+            "vector": [f for f in wanted if f in flags],
+            "native_bf16": bool({"avx512_bf16", "amx_bf16"} & flags)}
 
-    The model is loaded once (or ``backend``, a loaded TransformersBackend, is reused); a warm-up
-    packed call builds the prefix KV cache (as in a planning run, where the few-shot prefix is
-    constant), then each packed step re-does the per-step work (copy of the cache, query tokens,
-    the packed pass). Returns ``{model, n_options, naive_s_per_step, packed_s_per_step, speedup,
-    max_abs_diff}`` plus ``load_s``, ``same_top1``, ``prompt_tokens`` and ``peak_rss_mb`` (the
-    process's peak resident memory: the scorer's footprint, model and both passes included).
-    """
+
+def format_cpu(cpu: dict, threads: int) -> str:
+    return (f"CPU: {cpu['model']}, {cpu['cores']} cores, {threads} torch threads; vector: "
+            f"{' '.join(cpu['vector']) or 'none of avx2/avx512'}"
+            f"{'' if cpu['native_bf16'] else ' (no native bf16)'}")
+
+
+def record_steps(n_tasks: int = BENCH_TASKS, tasks_file: str = "tasks_dev.yaml",
+                 scorer=None, progress: bool = True) -> list[BenchStep]:
+    """The steps of SayCan plans for the first task of ``n_tasks`` development families
+    (symbolic world, every skill scored), as the language model saw them."""
+    from saycan_ros.core.config import config_dir
+    from saycan_ros.core.tasks import load_tasks
+    from saycan_ros.evaluation.plans import evaluate
+    from saycan_ros.planning.affordance import load_affordance
+    from saycan_ros.planning.language import LanguageScorer
+    from saycan_ros.planning.vocabulary import load_vocabulary
+    vocabulary = load_vocabulary()
+    tasks, families = [], set()
+    for task in load_tasks(config_dir() / tasks_file, vocabulary.kitchen):
+        if task.family not in families and len(tasks) < n_tasks:
+            families.add(task.family)
+            tasks.append(task)
+    calls: list[tuple[str, str, tuple[str, ...]]] = []
+
+    class Recording(LanguageScorer):
+        def score(self, instruction, history, skills, scene=""):
+            shown = scene if self.prompt.scene else ""
+            calls.append((self.prefix_for(instruction),
+                          self.prompt.query(instruction, history, shown),
+                          tuple(self.prompt.option(s) for s in skills)))
+            return super().score(instruction, history, skills, scene)
+
+    recording = Recording(scorer.backend, scorer.prompt, scorer.prior_weight,
+                          scorer.examples_for)
+    report = evaluate(tasks, kitchen=vocabulary.kitchen, skills=vocabulary.skills,
+                      language_scorer=recording, affordance_scorer=load_affordance(),
+                      strategy_options={"prune": False}, progress=progress)
+    records = [step for outcome in report.outcomes for step in outcome.result.steps]
+    if len(records) != len(calls):
+        raise RuntimeError(f"{len(calls)} scoring calls for {len(records)} plan steps")
+    return [BenchStep(prefix, query, options, tuple(bool(a > 0) for a in r.affordance),
+                      tuple(float(a) for a in r.affordance), scorer.prompt.temperature)
+            for (prefix, query, options), r in zip(calls, records)]
+
+
+def _choice(scores: np.ndarray, step: BenchStep, pruned: bool) -> int:
+    """SayCan's pick from raw summed log-probs: argmax of softmax x affordance, i.e. of
+    log-prob + log affordance (pruned arms scored only the runnable skills)."""
+    aff = np.asarray(step.affordance)
+    with np.errstate(divide="ignore"):
+        value = np.asarray(scores, dtype=float) / step.temperature + np.log(aff)
+    if pruned:
+        value = np.where(np.asarray(step.runnable), value, -np.inf)
+    return int(np.argmax(value)) if np.isfinite(value).any() else 0
+
+
+def _run_arm(backend, steps: Sequence[BenchStep], arm: str, bar=None) -> tuple[list, list]:
+    """Times and full-length score vectors (NaN where not scored) of ``arm`` over ``steps``."""
+    scoring = {"naive": "naive", "flat": "packed", "trie": "packed"}.get(arm, "fast")
+    backend.share_option_prefixes = arm != "flat"
+    backend.clear_prefix_cache()
+    times, scores = [], []
+    try:
+        for step in steps:
+            keep = np.asarray(step.runnable) if arm in ("prune", "int8") else \
+                np.ones(len(step.options), dtype=bool)
+            if not keep.any():
+                keep[:] = True
+            options = [o for o, k in zip(step.options, keep) if k]
+            t0 = time.perf_counter()
+            raw = backend.option_logprobs(step.prefix, step.query, options, scoring=scoring)
+            times.append(time.perf_counter() - t0)
+            full = np.full(len(step.options), np.nan)
+            full[keep] = raw
+            scores.append(full)
+            if bar is not None:
+                bar.update()
+    finally:
+        backend.share_option_prefixes = True
+    return times, scores
+
+
+def run_scoring_bench(backend, steps: Sequence[BenchStep], *, naive_steps: int = 3,
+                      int8_backend=None, progress: bool = True) -> dict:
+    """Every arm of :data:`ARMS` over ``steps`` on ``backend`` (a loaded TransformersBackend;
+    ``int8_backend``: the same model with ``quantize="int8"``, or None to leave that arm out).
+    ``naive`` runs on ``naive_steps`` steps spread over the plans (it is ~100x dearer).
+
+    Returns per arm ``{s_per_step (median), mean_s, steps, same_choice, max_abs_diff}`` under
+    ``arms``, plus the summary fields ``naive_s_per_step``, ``packed_s_per_step`` (the default
+    arm), ``speedup``, ``plain_packed_s_per_step``, ``peak_rss_mb`` and the CPU."""
     from tqdm.auto import tqdm
 
-    if repeats < 1 or naive_repeats < 1:
-        raise ValueError("repeats and naive_repeats must be >= 1")
-    load_s = 0.0
-    if backend is None:
-        from saycan_ros.llm.transformers_backend import TransformersBackend
-
-        t0 = time.perf_counter()
-        backend = TransformersBackend(model, dtype=dtype, threads=threads, packed=True)
-        load_s = time.perf_counter() - t0
-    options = list(options)
-    total = 1 + repeats + naive_repeats
+    if not steps:
+        raise ValueError("no steps to bench")
+    if naive_steps < 1:
+        raise ValueError("naive_steps must be >= 1")
+    picks = sorted({round(i * (len(steps) - 1) / max(naive_steps - 1, 1))
+                    for i in range(min(naive_steps, len(steps)))})
+    arms = [a for a in ARMS if a != "int8" or int8_backend is not None]
+    total = sum(len(picks) if a == "naive" else len(steps) for a in arms) + 1
     bar = tqdm(total=total, desc=f"scoring bench {backend.name}", unit="step",
                disable=not progress, leave=False)
+    out: dict[str, dict] = {}
     try:
-        bar.set_postfix_str("warm-up")
-        backend.option_logprobs(prefix, query, options, packed=True)
+        # warm-up: the prompt's fixed prefix is encoded once in a planning run too
+        backend.option_logprobs(steps[0].prefix, steps[0].query, list(steps[0].options[:2]))
         bar.update()
-
-        bar.set_postfix_str("packed")
-        packed_times, packed_scores = [], None
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            packed_scores = backend.option_logprobs(prefix, query, options, packed=True)
-            packed_times.append(time.perf_counter() - t0)
-            bar.update()
-
-        bar.set_postfix_str("naive")
-        naive_times, naive_scores = [], None
-        for _ in range(naive_repeats):
-            t0 = time.perf_counter()
-            naive_scores = backend.option_logprobs(prefix, query, options, packed=False)
-            naive_times.append(time.perf_counter() - t0)
-            bar.update()
+        results = {}
+        for arm in arms:
+            bar.set_postfix_str(arm)
+            chosen = [steps[i] for i in picks] if arm == "naive" else steps
+            results[arm] = _run_arm(int8_backend if arm == "int8" else backend, chosen, arm, bar)
     finally:
         bar.close()
-
-    naive_s = float(np.median(naive_times))
-    packed_s = float(np.median(packed_times))
-    n_prompt = len(backend._bos + backend._encode(prefix) + backend._encode(query)) \
-        if hasattr(backend, "_encode") else None
+    ref_scores = results[REFERENCE_ARM][1]
+    for arm, (times, scores) in results.items():
+        ref = [ref_scores[i] for i in picks] if arm == "naive" else ref_scores
+        chosen = [steps[i] for i in picks] if arm == "naive" else steps
+        pruned = arm in ("prune", "int8")
+        same = sum(_choice(s, st, pruned) == _choice(r, st, False)
+                   for s, r, st in zip(scores, ref, chosen))
+        diffs = [np.nanmax(np.abs(s - r)) for s, r in zip(scores, ref)]
+        out[arm] = {"s_per_step": float(np.median(times)), "mean_s": float(np.mean(times)),
+                    "steps": len(times), "same_choice": int(same),
+                    "max_abs_diff": float(np.max(diffs))}
+    naive_s = out["naive"]["s_per_step"]
+    fast_s = out[DEFAULT_ARM]["s_per_step"]
+    import torch
     return {
         "model": backend.name,
-        "n_options": len(options),
+        "cpu": cpu_description(),
+        "threads": torch.get_num_threads(),
+        "steps": len(steps),
+        "n_options": len(steps[0].options),
+        "arms": out,
         "naive_s_per_step": naive_s,
-        "packed_s_per_step": packed_s,
-        "speedup": naive_s / packed_s if packed_s > 0 else float("inf"),
-        "max_abs_diff": float(np.max(np.abs(np.asarray(packed_scores) - np.asarray(naive_scores)))),
-        "same_top1": int(np.argmax(packed_scores)) == int(np.argmax(naive_scores)),
-        "load_s": load_s,
-        "prompt_tokens": n_prompt,
+        "packed_s_per_step": fast_s,
+        "plain_packed_s_per_step": out[REFERENCE_ARM]["s_per_step"],
+        "speedup": naive_s / fast_s if fast_s > 0 else float("inf"),
+        "max_abs_diff": out[DEFAULT_ARM]["max_abs_diff"],
+        "same_top1": out[DEFAULT_ARM]["same_choice"] == len(steps),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
+
+
+def format_arms(d: dict) -> str:
+    """The per-lever table: each arm's median s/step, its ratio to naive and to the plain packed
+    path, and how many of its choices equal the plain packed path's."""
+    naive = d["naive_s_per_step"]
+    plain = d["plain_packed_s_per_step"]
+    lines = [format_cpu(d["cpu"], d["threads"]),
+             f"model: {d['model']}; {d['steps']} steps of development plans, "
+             f"{d['n_options']} skills",
+             f"{'arm':<7} {'s/step':>8} {'x naive':>8} {'x plain':>8} {'same choice':>12} "
+             f"{'max |diff|':>10}"]
+    for arm, r in d["arms"].items():
+        lines.append(f"{arm:<7} {_sig3(r['s_per_step']):>8} {naive / r['s_per_step']:>8.1f} "
+                     f"{plain / r['s_per_step']:>8.2f} {r['same_choice']:>6}/{r['steps']:<5} "
+                     f"{r['max_abs_diff']:>10.2g}")
+    return "\n".join(lines)

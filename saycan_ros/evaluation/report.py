@@ -96,13 +96,20 @@ def has_skill_probabilities(strategy: str, step: "StepRecord") -> bool:
     the scores must also form a distribution (sum 1) that is not a one-hot choice."""
     if strategy in NON_SCORING_STRATEGIES:
         return False
-    llm = np.asarray(step.llm, dtype=float)
+    llm = _scored(step)
     if llm.size == 0 or not np.all(np.isfinite(llm)) or llm.min() < 0.0 or llm.max() > 1.0:
         return False
     if strategy in SCORING_STRATEGIES:
         return True
     one_hot = np.count_nonzero(llm) == 1 and llm.max() == 1.0
     return not one_hot and abs(float(llm.sum()) - 1.0) < 1e-3
+
+
+def _scored(step: "StepRecord") -> np.ndarray:
+    """The language scores of the skills the language model scored (pruned ones left out)."""
+    llm = np.asarray(step.llm, dtype=float)
+    pruned = getattr(step, "pruned", None)
+    return llm if pruned is None else llm[~np.asarray(pruned, dtype=bool)]
 
 
 def _affordance_took_part(step: "StepRecord") -> bool:
@@ -124,6 +131,11 @@ def _blame_wrong_step(strategy: str, step: "StepRecord", right: frozenset[str]) 
         return Attribution("unknown", step.step, step.selected, shown,
                            "the right skills were not among the step's candidates")
     llm = np.asarray(step.llm, dtype=float)
+    if all(np.isnan(llm[index[s]]) for s in candidates):   # pruned: none of them could run
+        return Attribution("affordance", step.step, step.selected, shown,
+                           f"affordance 0 for every right skill ({', '.join(shown)}); "
+                           f"{step.selected!r} chosen")
+    candidates = [s for s in candidates if not np.isnan(llm[index[s]])]
     best = max(candidates, key=lambda s: (llm[index[s]], -index[s]))
     chosen, best_llm = float(llm[index[step.selected]]), float(llm[index[best]])
     if best_llm < chosen or not _affordance_took_part(step):

@@ -28,6 +28,7 @@ class EvalJob:
     world_options: dict = field(default_factory=dict)
     max_failures: int = 0
     fault_rate: float = 0.0
+    prune: bool = True                     # saycan: the LLM scores only skills that can run
 
 
 def strategy_resources(vocabulary, scorer, seed: int):
@@ -53,7 +54,8 @@ def _evaluate(job: EvalJob, tasks, vocabulary, scorer, resources, on_task=None,
                     world_options=job.world_options, resources=resources,
                     strategy=job.strategy, model_name=job.model, max_steps=job.max_steps,
                     world=job.world, seed=job.seed, on_task=on_task, progress=progress,
-                    max_failures=job.max_failures, fault_rate=job.fault_rate)
+                    max_failures=job.max_failures, fault_rate=job.fault_rate,
+                    strategy_options={"prune": job.prune})
 
 
 #: The model a worker process holds: (model name, vocabulary, scorer, resources).

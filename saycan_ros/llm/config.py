@@ -20,6 +20,9 @@ from typing import Any, Mapping
 DEFAULT_MODEL = "smollm2-135m"
 BACKEND_TYPES = ("transformers", "openai")
 DTYPES = ("float32", "bfloat16")
+#: How the transformers back end scores options (saycan_ros.llm.transformers_backend).
+SCORING_MODES = ("fast", "packed", "naive")
+QUANTIZATIONS = ("none", "int8")
 #: More retrieved examples than this would not fit a small model's context with the scene lines.
 MAX_RETRIEVED = 16
 #: The shipped planner adapter of each base model (a folder of models/; saycan train planner).
@@ -80,6 +83,12 @@ class LLMConfig:
                             backend="transformers")
     dtype: str = _setting("float32", "weights: float32 | bfloat16", backend="transformers",
                           flag=False)
+    scoring: str = _setting("fast", "option scoring: fast (the context grows with the plan and "
+                                    "runs in one pass with the options' token trie) | packed "
+                                    "(the plain packed pass: the whole query each step) | naive "
+                                    "(one pass per option)", backend="transformers")
+    quantize: str = _setting("none", "linear layers: none (as dtype) | int8 (dynamic int8 "
+                                     "arithmetic, CPU)", backend="transformers")
     adapter: str = _setting("auto", "planner adapter: auto (the shipped one for the model, e.g. "
                                     "models/planner_smollm2; none for a model without one), none "
                                     "(the frozen model with the few-shot prompt), or a folder",
@@ -111,6 +120,12 @@ class LLMConfig:
                                    f"{self.backend!r}"))
         if self.dtype not in DTYPES:
             out.append(("dtype", f"must be one of {', '.join(DTYPES)}, got {self.dtype!r}"))
+        if self.scoring not in SCORING_MODES:
+            out.append(("scoring", f"must be one of {', '.join(SCORING_MODES)}, got "
+                                   f"{self.scoring!r}"))
+        if self.quantize not in QUANTIZATIONS:
+            out.append(("quantize", f"must be one of {', '.join(QUANTIZATIONS)}, got "
+                                    f"{self.quantize!r}"))
         if not 0.0 <= self.prior_weight <= 1.0:
             out.append(("prior_weight", f"must be in [0, 1], got {self.prior_weight:g}"))
         if not 0 <= self.retrieve <= MAX_RETRIEVED:
@@ -183,7 +198,9 @@ class LLMConfig:
         for f in dataclasses.fields(cls):
             if not f.metadata["flag"]:
                 continue
-            extra = {"choices": BACKEND_TYPES} if f.name == "backend" else {}
+            extra = {"choices": {"backend": BACKEND_TYPES, "scoring": SCORING_MODES,
+                                 "quantize": QUANTIZATIONS}[f.name]} \
+                if f.name in ("backend", "scoring", "quantize") else {}
             if f.name == "retrieve":
                 extra["metavar"] = "K"
             parser.add_argument("--" + f.name.replace("_", "-"), type=type(f.default),

@@ -1,25 +1,37 @@
 """Local language models through Hugging Face transformers (CPU by default).
 
 Scoring (SayCan's "Say") is the hot path: each planning step scores every skill description
-(~50) after a long few-shot prompt. Two modes, selected by ``packed``:
+(~50) after the dialogue so far. Three modes, selected by ``scoring``:
 
-* packed (default): the few-shot prefix is encoded once and its KV cache kept (keyed by the
-  prefix string, latest two kept). Per call, a copy of it is extended with the query tokens,
-  then ALL options are scored in ONE forward pass: their tokens are packed into one sequence,
-  each option's position ids restart right after the context, and a 4-D mask lets every option
-  token see the whole context and only the earlier tokens of its own option. Options that start
-  alike (" pick up the apple", " pick up the orange") share those tokens: the packed sequence
-  is a token trie and each token sees its trie ancestors (~45% fewer tokens over the kitchen's
-  51 skills; ``share_option_prefixes = False`` packs plain concatenated options instead).
-  Models with sliding-window layers (Gemma-3) get a dict of masks keyed by layer type; the
-  sliding cache holds only the last ``sliding_window - 1`` context tokens, so that mask's
-  context part has that width and a key is visible only when ``q_pos - k_pos < sliding_window``.
-* naive: one forward pass per option over the full text, no cache (the reference).
+* ``fast`` (default): the context (prefix + query) grows with the plan. The KV caches of the
+  latest contexts are kept (``max_contexts``, two) with their token ids; a call takes the one
+  sharing the longest start with its context, crops it there and encodes only the rest -- between
+  two steps of a plan that is the executed skill's line, after a put-down the refreshed scene
+  line and what follows it. ALL options are then scored in ONE forward pass on that cache: their
+  tokens are packed into one sequence, each option's position ids restart right after the
+  context, and a 4-D mask lets every option token see the whole context and only the earlier
+  tokens of its own option. Options that start alike (" pick up the apple", " pick up the
+  orange") share those tokens: the packed sequence is a token trie and each token sees its trie
+  ancestors (``share_option_prefixes = False`` packs plain concatenated options instead). The
+  packed tokens are cropped off the cache again afterwards, so nothing is copied. Models whose
+  caches cannot be cropped (sliding-window layers: Gemma-3) score as ``packed``.
+* ``packed``: the plain packed path (the reference for ``fast``): the few-shot prefix's cache is
+  kept (keyed by the prefix string, latest two kept); per call a copy of it is extended with the
+  whole query, then the options are packed as above. Models with sliding-window layers (Gemma-3)
+  get a dict of masks keyed by layer type; the sliding cache holds only the last
+  ``sliding_window - 1`` context tokens, so that mask's context part has that width and a key is
+  visible only when ``q_pos - k_pos < sliding_window``.
+* ``naive``: one forward pass per option over the full text, no cache (the reference).
 
-Both tokenise prefix, query and option separately and concatenate the ids, so an option's
-tokens never depend on its context. The first option token is scored from the context's last
-logits; each option's last token is never fed to the model (its next-token prediction is not
-needed), so one-token options need no forward pass at all.
+All tokenise prefix, query and option separately and concatenate the ids, so an option's tokens
+never depend on its context. The first option token is scored from the context's last logits;
+each option's last token is never fed to the model (its next-token prediction is not needed), so
+one-token options need no forward pass at all.
+
+``quantize="int8"`` replaces every linear layer (the language-model head included) with
+dynamically quantised int8 arithmetic (fbgemm: AVX2, VNNI where present) after the adapter is
+merged; it changes scores by a few hundredths of a nat, so its choices are measured against
+fp32 (docs/results/scoring.md) rather than assumed.
 """
 
 from __future__ import annotations
@@ -43,9 +55,12 @@ from saycan_ros.llm.backend import (
     validate_generate_args,
     validate_options,
 )
+from saycan_ros.llm.config import QUANTIZATIONS, SCORING_MODES
 from saycan_ros.llm.models import display_name, load_causal_lm
 
 _LOG = logging.getLogger(__name__)
+
+
 
 
 @dataclasses.dataclass
@@ -55,6 +70,29 @@ class _ContextState:
     cache: Any | None          # transformers Cache, None when the context is empty
     next_logprobs: torch.Tensor | None   # (vocab,) float32
     n_tokens: int
+    ids: tuple[int, ...] = ()  # the context's tokens (kept for the ``fast`` contexts)
+
+
+def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+def quantize_int8(model):
+    """``model`` with every ``nn.Linear`` replaced by a dynamically quantised int8 one (weights
+    per output channel, activations per tensor at run time; CPU only)."""
+    import warnings
+
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+    with warnings.catch_warnings():   # torch marks its quantised tensor types as deprecated
+        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return quantize_dynamic(model, {torch.nn.Linear: per_channel_dynamic_qconfig},
+                                dtype=torch.qint8)
 
 
 def build_tree_masks(
@@ -118,6 +156,12 @@ def build_packed_masks(
     return build_tree_masks(parents, n_ctx, ctx_kv_lens, windows)
 
 
+def _check_choice(name: str, value: str, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
 def merge_adapter(model, adapter: str):
     """``model`` with the LoRA adapter in folder ``adapter`` merged into its weights."""
     from peft import PeftModel
@@ -178,23 +222,26 @@ class _TokenTrie:
 class TransformersBackend(LanguageBackend):
     """A causal LM run locally with transformers (see the module docstring)."""
 
-    CONFIG_KEYS = ("model", "dtype", "threads", "packed", "device", "name",
+    CONFIG_KEYS = ("model", "dtype", "threads", "scoring", "quantize", "device", "name",
                    "max_packed_tokens", "use_model_cache", "adapter")
 
     def __init__(self, model: str = "smollm2-135m", *, dtype: str = "float32",
-                 threads: int | None = None, packed: bool = True, device: str = "cpu",
-                 name: str | None = None, max_packed_tokens: int = 4096,
+                 threads: int | None = None, scoring: str = "fast", quantize: str = "none",
+                 device: str = "cpu", name: str | None = None, max_packed_tokens: int = 4096,
                  use_model_cache: bool = True, adapter: str = "") -> None:
         """``adapter``: a LoRA adapter folder (peft) merged into the model's weights at load,
-        so scoring costs what the bare model costs; "" = the model as shipped."""
+        so scoring costs what the bare model costs; "" = the model as shipped. ``scoring`` and
+        ``quantize``: see the module docstring."""
+        _check_choice("scoring", scoring, SCORING_MODES)
+        _check_choice("quantize", quantize, QUANTIZATIONS)
         if threads:
             torch.set_num_threads(int(threads))
         hf_model, tokenizer, info = load_causal_lm(model, dtype, use_cache=use_model_cache)
         if adapter:
             hf_model = merge_adapter(hf_model, adapter)
             name = name or f"{display_name(model)}+{Path(adapter).name}"
-        self._init(hf_model, tokenizer, name or display_name(model), packed=packed,
-                   device=device, max_packed_tokens=max_packed_tokens)
+        self._init(hf_model, tokenizer, name or display_name(model), scoring=scoring,
+                   device=device, max_packed_tokens=max_packed_tokens, quantize=quantize)
         self.load_info = info
 
     @classmethod
@@ -203,23 +250,35 @@ class TransformersBackend(LanguageBackend):
         return cls(**cfg)
 
     @classmethod
-    def from_objects(cls, model, tokenizer, *, name: str = "model", packed: bool = True,
-                     device: str = "cpu", max_packed_tokens: int = 4096) -> "TransformersBackend":
+    def from_objects(cls, model, tokenizer, *, name: str = "model", scoring: str = "fast",
+                     device: str = "cpu", max_packed_tokens: int = 4096,
+                     quantize: str = "none") -> "TransformersBackend":
         """Wrap an already loaded model + tokenizer (tests, notebooks)."""
+        _check_choice("scoring", scoring, SCORING_MODES)
+        _check_choice("quantize", quantize, QUANTIZATIONS)
         self = cls.__new__(cls)
-        self._init(model, tokenizer, name, packed=packed, device=device,
-                   max_packed_tokens=max_packed_tokens)
+        self._init(model, tokenizer, name, scoring=scoring, device=device,
+                   max_packed_tokens=max_packed_tokens, quantize=quantize)
         self.load_info = None
         return self
 
-    def _init(self, model, tokenizer, name: str, *, packed: bool, device: str,
-              max_packed_tokens: int) -> None:
+    def _init(self, model, tokenizer, name: str, *, scoring: str, device: str,
+              max_packed_tokens: int, quantize: str) -> None:
         LanguageBackend.__init__(self, name)
         self._lock = threading.RLock()     # one model call at a time (ROS callbacks may overlap)
         self.device = torch.device(device)
-        self.model = model.to(self.device).eval()
+        model = model.to(self.device).eval()
+        if quantize == "int8":
+            if self.device.type != "cpu":
+                raise ValueError(f"quantize: int8 runs on the CPU only, not on {device!r}")
+            model = quantize_int8(model)
+        self.quantize = quantize
+        self.model = model
+        self._decoder = model.get_decoder()
+        self._head = model.get_output_embeddings()
+        self._softcap = getattr(model.config, "final_logit_softcapping", None) or 0.0
         self.tokenizer = tokenizer
-        self.packed = bool(packed)
+        self.scoring = scoring
         if max_packed_tokens < 1:
             raise ValueError("max_packed_tokens must be >= 1")
         self.max_packed_tokens = int(max_packed_tokens)
@@ -228,6 +287,9 @@ class TransformersBackend(LanguageBackend):
         self.last_packed_tokens = 0     # tokens in the packed pass(es) of the latest call
         self._prefix_cache: collections.OrderedDict[str, _ContextState] = collections.OrderedDict()
         self.max_prefix_entries = 2
+        # ``fast``: the latest contexts' caches, most recently used last
+        self._contexts: list[_ContextState] = []
+        self.max_contexts = 2
         self._bos = leading_special_ids(tokenizer)
         cfg = model.config
         self._eos_ids = self._collect_eos_ids()
@@ -237,6 +299,8 @@ class TransformersBackend(LanguageBackend):
         self._mask_dict = bool(layer_types) and any(t != "full_attention" for t in layer_types)
         self._layer_types = layer_types
         self._windows = {t: (window if t == "sliding_attention" else None) for t in set(layer_types)}
+        # a sliding-window cache forgets its oldest keys: it cannot be cropped back to a context
+        self.can_grow_context = not self._mask_dict
         if self._mask_dict and not set(layer_types) <= {"full_attention", "sliding_attention"}:
             _LOG.warning("%s has layer types %s: packed scoring is only verified for full and "
                          "sliding-window attention; check it against packed=False",
@@ -261,10 +325,14 @@ class TransformersBackend(LanguageBackend):
     # ------------------------------------------------------------------ model calls
     def _forward(self, ids: Sequence[int] | torch.Tensor, *, cache=None, position_ids=None,
                  attention_mask=None, logits_to_keep: int = 0, use_cache: bool = True):
+        """Logits ``(batch, kept positions, vocab)`` of the last ``logits_to_keep`` positions
+        (0: all) and the cache. The decoder runs alone and the language-model head is applied
+        here to a contiguous 2-D block of the kept rows: the model's own forward hands the head a
+        sliced 3-D view, which torch runs as a batched product at half the speed."""
         if not isinstance(ids, torch.Tensor):
             ids = torch.tensor([list(ids)], dtype=torch.long)
         ids = ids.to(self.device)
-        kwargs: dict[str, Any] = {"use_cache": use_cache, "logits_to_keep": logits_to_keep}
+        kwargs: dict[str, Any] = {"use_cache": use_cache}
         if cache is not None:
             kwargs["cache"] = cache
         if position_ids is not None:
@@ -272,9 +340,17 @@ class TransformersBackend(LanguageBackend):
         if attention_mask is not None:
             kwargs["attention_mask"] = attention_mask
         with torch.inference_mode():
-            out = self.model(input_ids=ids, **kwargs)
+            out = self._decoder(input_ids=ids, **kwargs)
+            hidden = out.last_hidden_state
+            if logits_to_keep:
+                hidden = hidden[:, -logits_to_keep:]
+            batch, rows, width = hidden.shape
+            logits = self._head(hidden.reshape(batch * rows, width).contiguous())
+            if self._softcap:
+                logits = torch.tanh(logits / self._softcap) * self._softcap
+            logits = logits.view(batch, rows, -1)
         self.stats.forward_passes += 1
-        return out.logits, getattr(out, "cache", None) if use_cache else None
+        return logits, getattr(out, "cache", None) if use_cache else None
 
     def _check_finite(self, t: torch.Tensor, what: str) -> None:
         if not bool(torch.isfinite(t).all()):
@@ -320,24 +396,70 @@ class TransformersBackend(LanguageBackend):
         return _ContextState(cache, self._next_logprobs(logits[0, -1], "the query"),
                              pstate.n_tokens + len(q_ids))
 
+    def _kept_context(self, ids: list[int]) -> tuple[_ContextState | None, int]:
+        """The kept context that shares the longest start with ``ids``, made ready to grow into
+        ``ids``: removed from the kept ones (or forked, while there is room, so it goes on
+        serving its own queries) and cut back to the shared tokens. Returns it (None when
+        nothing is shared) and how many tokens of ``ids`` its cache now holds: at least one
+        token of ``ids`` is left to run, whose logits predict the option, unless ``ids`` is
+        exactly a kept context (then nothing runs and the state is returned as kept)."""
+        if not ids:
+            raise ValueError("prefix and query are both empty (and the tokenizer adds no BOS): "
+                             "there is no context to score the first option token from")
+        best, shared = None, 0
+        for state in self._contexts:
+            n = common_prefix_len(state.ids, ids)
+            if n > shared:
+                best, shared = state, n
+        if best is not None and shared == len(ids) == best.n_tokens:
+            return best, len(ids)
+        keep = min(shared, len(ids) - 1)
+        if best is None or keep == 0:
+            return None, 0
+        if keep < best.n_tokens and len(self._contexts) < self.max_contexts:
+            cache = copy.deepcopy(best.cache)
+        else:
+            self._contexts.remove(best)
+            cache = best.cache
+        if keep < best.n_tokens:
+            cache.crop(keep - best.n_tokens)
+        return _ContextState(cache, None, keep, tuple(ids[:keep])), keep
+
+    def _keep_context(self, state: _ContextState) -> None:
+        if state in self._contexts:
+            self._contexts.remove(state)
+        self._contexts.append(state)
+        del self._contexts[:-self.max_contexts]
+
+    def _drop_context(self, state: _ContextState) -> None:
+        """Forget a kept context whose cache may hold tokens beyond it (a pass that failed)."""
+        if state in self._contexts:
+            self._contexts.remove(state)
+
     def clear_prefix_cache(self) -> None:
+        """Forget every kept prefix and context cache."""
         with self._lock:
             self._prefix_cache.clear()
+            self._contexts.clear()
 
     # ------------------------------------------------------------------ scoring
     def option_logprobs(self, prefix: str, query: str, options: Sequence[str],
-                        *, packed: bool | None = None) -> np.ndarray:
+                        *, scoring: str | None = None) -> np.ndarray:
+        """See :meth:`LanguageBackend.option_logprobs`; ``scoring`` overrides the back end's
+        mode for this call (the benchmark compares them on one loaded model)."""
         opts = validate_options(options)
-        use_packed = self.packed if packed is None else bool(packed)
+        mode = self.scoring if scoring is None else _check_choice("scoring", scoring,
+                                                                  SCORING_MODES)
         with self._lock, self._timed():
             opt_ids = [self._encode(o) for o in opts]
             for o, ids in zip(opts, opt_ids):
                 if not ids:
                     raise ValueError(f"option {o!r} encodes to no tokens")
-            if use_packed:
-                scores = self._score_packed(prefix, query, opt_ids)
-            else:
+            if mode == "naive":
                 scores = self._score_naive(prefix, query, opt_ids)
+            else:
+                scores = self._score_packed(prefix, query, opt_ids,
+                                            grow=mode == "fast" and self.can_grow_context)
             self.stats.scored_tokens += sum(len(i) for i in opt_ids)
         if not np.all(np.isfinite(scores)):
             raise RuntimeError(f"language model {self.name!r} produced non-finite option scores")
@@ -360,11 +482,11 @@ class TransformersBackend(LanguageBackend):
             out[i] = float(lp.gather(1, tgt[:, None]).sum())
         return out
 
-    def _score_packed(self, prefix: str, query: str, opt_ids: list[list[int]]) -> np.ndarray:
-        ctx = self._context_state(prefix, query)
+    def _score_packed(self, prefix: str, query: str, opt_ids: list[list[int]],
+                      grow: bool = False) -> np.ndarray:
+        """``grow``: the ``fast`` path (module docstring): the context's new tokens run in the
+        same pass as the first trie of options."""
         self.last_packed_tokens = 0
-        first_lp = ctx.next_logprobs
-        out = np.array([float(first_lp[ids[0]]) for ids in opt_ids], dtype=np.float64)
         # Each option's last token is only predicted, so the packed inputs are tokens 1..m-1;
         # one-token options need no pass. Options go into tries of <= max_packed_tokens nodes.
         chunks: list[tuple[_TokenTrie, list[tuple[int, list[int]]]]] = []
@@ -376,16 +498,46 @@ class TransformersBackend(LanguageBackend):
                 chunks.append((_TokenTrie(self.share_option_prefixes), []))
             trie, members = chunks[-1]
             members.append((i, trie.add(ids[:-1])))
-        for k, (trie, members) in enumerate(chunks):
-            # the last chunk may consume the call's private cache; others work on copies
-            cache = ctx.cache if k == len(chunks) - 1 else copy.deepcopy(ctx.cache)
+        stem: list[int] = []
+        if grow:
+            ids = self._bos + self._encode(prefix) + self._encode(query)
+            ctx, held = self._kept_context(ids)
+            if ctx is None:
+                ctx = _ContextState(None, None, 0, ())
+            stem = ids[held:]                    # the context's new tokens, run with chunk 0
+            self.stats.prompt_tokens += len(stem)
+        else:
+            ctx = self._context_state(prefix, query)
+        out = np.zeros(len(opt_ids), dtype=np.float64)
+        for k, (trie, members) in enumerate(chunks or [(_TokenTrie(), [])]):
+            if grow:      # the kept context's cache: the options' tokens are cropped off after
+                cache = ctx.cache
+            else:         # the last chunk may consume the call's private cache; others copy it
+                cache = ctx.cache if k == len(chunks) - 1 else copy.deepcopy(ctx.cache)
             rows = [r for _, path in members for r in path]
             targets = [t for i, _ in members for t in opt_ids[i][1:]]
-            tok_lp = self._packed_pass(cache, ctx.n_tokens, trie, rows, targets)
+            if not stem and not rows:
+                continue
+            try:
+                tok_lp, stem_lp, cache = self._packed_pass(cache, ctx.n_tokens, trie, rows,
+                                                           targets, stem)
+            except BaseException:
+                if grow:
+                    self._drop_context(ctx)
+                raise
+            if stem:          # the context has grown by the stem: keep it for the next call
+                ctx = _ContextState(cache, stem_lp, ctx.n_tokens + len(stem), tuple(ids))
+                stem = []
+            if grow:
+                if trie.tokens:
+                    cache.crop(-len(trie.tokens))
+                self._keep_context(ctx)
             start = 0
             for i, path in members:
                 out[i] += float(tok_lp[start:start + len(path)].sum())
                 start += len(path)
+        first_lp = ctx.next_logprobs
+        out += np.array([float(first_lp[ids[0]]) for ids in opt_ids], dtype=np.float64)
         return out
 
     def _ctx_kv_lens(self, cache, n_ctx: int) -> dict[str, int]:
@@ -402,13 +554,22 @@ class TransformersBackend(LanguageBackend):
         return lens
 
     def _packed_pass(self, cache, n_ctx: int, trie: _TokenTrie, rows: list[int],
-                     targets: list[int]) -> torch.Tensor:
-        """One forward pass of the trie's tokens on top of ``cache`` (consumed); returns
-        log p(targets[j] | context, ancestors of rows[j]) as a float32 tensor."""
-        bool_masks = build_tree_masks(trie.parents, n_ctx, self._ctx_kv_lens(cache, n_ctx),
-                                      self._windows)
+                     targets: list[int], stem: Sequence[int] = ()):
+        """One forward pass on top of ``cache`` (which holds ``n_ctx`` tokens and is extended
+        in place): first the ``stem`` (context tokens not yet in the cache, a chain), then the
+        trie's tokens hanging under it. Returns log p(targets[j] | context, ancestors of
+        rows[j]) as a float32 tensor, the next-token log-probabilities after the stem (None
+        without one) and the cache."""
+        n_stem = len(stem)
+        parents = [j - 1 for j in range(n_stem)]
+        parents += [p + n_stem if p >= 0 else n_stem - 1 for p in trie.parents]
+        if cache is None:
+            kv_lens = {k: 0 for k in (self._windows if self._mask_dict else ["full_attention"])}
+        else:
+            kv_lens = self._ctx_kv_lens(cache, n_ctx)
+        bool_masks = build_tree_masks(parents, n_ctx, kv_lens, self._windows)
         depth: list[int] = []
-        for p in trie.parents:
+        for p in parents:
             depth.append(0 if p < 0 else depth[p] + 1)
         positions = torch.tensor([depth], dtype=torch.long) + n_ctx
         dtype = self.model.dtype
@@ -417,15 +578,21 @@ class TransformersBackend(LanguageBackend):
         masks = {k: torch.zeros(m.shape, dtype=dtype).masked_fill_(~m, neg)[None, None]
                  .to(self.device) for k, m in bool_masks.items()}
         attn = masks if self._mask_dict else masks["full_attention"]
-        logits, _ = self._forward(trie.tokens, cache=cache, position_ids=positions,
-                                  attention_mask=attn)
-        lg = logits[0].float()                                   # (L, vocab)
-        r = torch.tensor(rows, device=lg.device)
-        t = torch.tensor(targets, device=lg.device)
-        tok_lp = lg[r, t] - torch.logsumexp(lg, dim=-1)[r]
+        n_keep = len(trie.tokens) + (1 if n_stem else 0)   # logits after the stem and of the trie
+        logits, cache = self._forward(list(stem) + trie.tokens, cache=cache,
+                                      position_ids=positions, attention_mask=attn,
+                                      logits_to_keep=n_keep)
+        lg = logits[0].float()                                   # (n_keep, vocab)
+        stem_lp = None
+        if n_stem:
+            stem_lp = self._next_logprobs(lg[0], "the context")
+            lg = lg[1:]
+        r = torch.tensor(rows, dtype=torch.long, device=lg.device)
+        t = torch.tensor(targets, dtype=torch.long, device=lg.device)
+        tok_lp = lg[r, t] - torch.logsumexp(lg, dim=-1)[r] if rows else lg.new_zeros(0)
         self._check_finite(tok_lp, "the option scores")
         self.last_packed_tokens += len(trie.tokens)
-        return tok_lp.cpu()
+        return tok_lp.cpu(), stem_lp, cache
 
     # ------------------------------------------------------------------ generation
     def _decode_tail(self, anchor: list[int], ids: list[int]) -> str:

@@ -63,9 +63,14 @@ class StepRecord:
     message: str = ""
     seconds: float = 0.0
     note: str = ""                   # what the strategy wants kept (raw generation, explanation)
+    #: Skills the language model did not score because they cannot win (``llm`` is NaN there);
+    #: None when every skill was scored.
+    pruned: np.ndarray | None = None
 
     def top(self, k: int = 5) -> list[tuple[str, float, float, float]]:
-        order = np.argsort(-self.combined, kind="stable")[:k]
+        """The ``k`` best scored skills by the combined score (pruned ones are not listed)."""
+        order = [i for i in np.argsort(-self.combined, kind="stable")
+                 if self.pruned is None or not self.pruned[i]][:k]
         return [(self.skills[i], float(self.llm[i]), float(self.affordance[i]),
                  float(self.combined[i])) for i in order]
 
@@ -76,6 +81,8 @@ class StepRecord:
                        for t in self.top(5)]}
         if self.note:
             out["note"] = self.note
+        if self.pruned is not None:
+            out["pruned"] = int(np.count_nonzero(self.pruned))
         return out
 
 
@@ -106,6 +113,7 @@ class Decision:
     combined: np.ndarray
     selected: str
     note: str = ""
+    pruned: np.ndarray | None = None   # skills left unscored by the language model (llm NaN)
 
 
 @dataclass
@@ -158,20 +166,46 @@ def _checked(name: str, probs, raw, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 class SayCanStrategy(Strategy):
-    """argmax over skills of p_LLM(skill | instruction, history) * p_affordance(skill | state)."""
+    """argmax over skills of p_LLM(skill | instruction, history) * p_affordance(skill | state).
+
+    ``prune`` (default): the affordances come first, and the language model scores only the
+    skills that can run. A skill of affordance 0 has product 0 whatever its language score,
+    and the softmax over the others keeps their ratios, so the choice is the one the full
+    pass makes (checked on the development set: docs/results/scoring.md); pruned skills get
+    ``llm`` NaN and are marked in :attr:`Decision.pruned`. ``prune=False`` scores every skill
+    (the language score of each skill is then published, as the paper's figures show it)."""
     name = "saycan"
 
+    def __init__(self, language: ScoreSource, affordance: ScoreSource | None,
+                 prune: bool = True):
+        super().__init__(language, affordance)
+        self.prune = bool(prune)
+
     def decide(self, ctx: StepContext) -> Decision:
-        llm, _ = _checked("language scorer",
-                          *self.language.score(ctx.instruction, ctx.history, ctx.skills,
-                                               scene=ctx.scene),
-                          n=len(ctx.skills))
+        n = len(ctx.skills)
         aff, _ = _checked("affordance scorer",
                           *self.affordance.score(ctx.instruction, ctx.history, ctx.skills,
                                                  ctx.state_revision),
-                          n=len(ctx.skills))
-        combined = llm * aff
-        return Decision(llm, aff, combined, ctx.skills[int(np.argmax(combined))])
+                          n=n)
+        runnable = np.flatnonzero(aff > 0.0)
+        if not self.prune or len(runnable) in (0, n):
+            llm, _ = _checked("language scorer",
+                              *self.language.score(ctx.instruction, ctx.history, ctx.skills,
+                                                   scene=ctx.scene),
+                              n=n)
+            combined = llm * aff
+            return Decision(llm, aff, combined, ctx.skills[int(np.argmax(combined))])
+        scored, _ = _checked("language scorer",
+                             *self.language.score(ctx.instruction, ctx.history,
+                                                  [ctx.skills[i] for i in runnable],
+                                                  scene=ctx.scene),
+                             n=len(runnable))
+        llm = np.full(n, np.nan)
+        llm[runnable] = scored
+        combined = np.zeros(n)
+        combined[runnable] = scored * aff[runnable]
+        return Decision(llm, aff, combined, ctx.skills[int(np.argmax(combined))],
+                        pruned=aff <= 0.0)
 
 
 class NoVFStrategy(Strategy):
@@ -275,7 +309,8 @@ class Planner:
                 return self._end(result, "failed",
                                  f"step {step}: strategy chose unregistered {decision.selected!r}")
             record = StepRecord(step, list(candidates), decision.llm, decision.affordance,
-                                decision.combined, decision.selected, note=decision.note)
+                                decision.combined, decision.selected, note=decision.note,
+                                pruned=decision.pruned)
             result.steps.append(record)
             if self.cancelled:            # chosen, not announced as executing: nothing runs
                 record.message = "not executed: cancelled"

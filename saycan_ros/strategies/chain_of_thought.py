@@ -7,6 +7,8 @@ reasoning ("a fruit-flavoured drink without caffeine").
 """
 from __future__ import annotations
 
+import dataclasses
+
 from saycan_ros.core.config import ConfigError, load_yaml
 from saycan_ros.planning.language import LanguageScorer
 from saycan_ros.planning.planner import Decision, SayCanStrategy, StepContext
@@ -53,7 +55,7 @@ class SayCanCoTStrategy(SayCanStrategy):
     name = "saycan_cot"
 
     def __init__(self, language, affordance, resources: StrategyResources,
-                 prompt_file: str | None = None, max_new_tokens: int = 40):
+                 prompt_file: str | None = None, max_new_tokens: int = 40, prune: bool = True):
         resources.require(self.name, "generator")
         self.cot_prompt = load_cot_prompt(prompt_file, resources.skills)
         self.generator = resources.generator
@@ -62,7 +64,7 @@ class SayCanCoTStrategy(SayCanStrategy):
         self.explanation = ""
         self._pending = True
         super().__init__(_ExplainedLanguage(LanguageScorer(resources.generator, self.cot_prompt),
-                                            self), affordance)
+                                            self), affordance, prune=prune)
 
     def reset(self, instruction: str) -> None:
         self.explanation, self._pending = "", True
@@ -78,5 +80,4 @@ class SayCanCoTStrategy(SayCanStrategy):
             self.explanation = gen.text.strip() or "(none)"
             self._pending = False
         decision = super().decide(ctx)
-        return Decision(decision.llm, decision.affordance, decision.combined, decision.selected,
-                        f"explanation: {self.explanation}")
+        return dataclasses.replace(decision, note=f"explanation: {self.explanation}")

@@ -26,6 +26,8 @@ class StrategySpec:
     scores_skills: bool = True
     cost: int = 2                    # relative cost of a task
     summary: str = ""
+    #: It takes ``prune``: the language model scores only the skills that can run.
+    prunes: bool = False
 
     @property
     def runs_in_node(self) -> bool:
@@ -37,12 +39,12 @@ class StrategySpec:
 
 
 STRATEGIES: dict[str, StrategySpec] = {s.name: s for s in (
-    StrategySpec("saycan", "saycan_ros.planning.planner:SayCanStrategy",
+    StrategySpec("saycan", "saycan_ros.planning.planner:SayCanStrategy", prunes=True,
                  summary="language score x affordance (Ahn et al. 2022)"),
     StrategySpec("no_vf", "saycan_ros.planning.planner:NoVFStrategy",
                  summary="the language score alone (the paper's No VF)"),
     StrategySpec("saycan_cot", "saycan_ros.strategies.chain_of_thought:SayCanCoTStrategy",
-                 needs=("generator",), cost=3,
+                 needs=("generator",), cost=3, prunes=True,
                  summary="SayCan with a generated explanation kept in the context"),
     StrategySpec("generative", "saycan_ros.strategies.generative:GenerativeStrategy",
                  needs=("prompt", "generator", "embed"), scores_skills=False, cost=4,
@@ -76,11 +78,15 @@ def strategy_spec(name: str) -> StrategySpec:
 
 
 def make_strategy(name: str, language: ScoreSource | None, affordance: ScoreSource | None,
-                  resources: Any = None, **options) -> Strategy:
+                  resources: Any = None, *, prune: bool = True, **options) -> Strategy:
     """Strategy ``name`` over the two score sources; ``resources`` (a StrategyResources) for
-    those that need more."""
+    those that need more. ``prune``: strategies that multiply by the affordance
+    (:attr:`StrategySpec.prunes`) give the language model only the skills that can run;
+    the others ignore it."""
     spec = strategy_spec(name)
     cls = spec.load()
+    if spec.prunes:
+        options = {"prune": prune, **options}
     if not spec.needs:
         return cls(language, affordance, **options)
     if resources is None:

@@ -227,8 +227,8 @@ TINY_OPTIONS = [" find a sponge\n", " done\n", " x", " pick up the cup\n", " go\
 
 
 def test_tiny_packed_matches_naive(tiny):
-    packed = tiny.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS, packed=True)
-    naive = tiny.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS, packed=False)
+    packed = tiny.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS, scoring="packed")
+    naive = tiny.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS, scoring="naive")
     assert packed.dtype == np.float64 and packed.shape == (len(TINY_OPTIONS),)
     np.testing.assert_allclose(packed, naive, atol=1e-4, rtol=0)
     # the options really differ (the comparison is not vacuous)
@@ -253,15 +253,16 @@ def test_tiny_packed_matches_naive(tiny):
     # empty query and empty prefix both work and agree too
     for prefix, query in (("", TINY_QUERY), (TINY_PREFIX, "")):
         np.testing.assert_allclose(tiny.option_logprobs(prefix, query, TINY_OPTIONS),
-                                   tiny.option_logprobs(prefix, query, TINY_OPTIONS, packed=False),
+                                   tiny.option_logprobs(prefix, query, TINY_OPTIONS, scoring="naive"),
                                    atol=1e-4, rtol=0)
 
 
 def test_tiny_prefix_cache_is_reused_and_stays_clean(tiny):
+    """The plain packed path: the prefix's cache is kept, the query is run on a copy."""
     tiny.clear_prefix_cache()
-    first = tiny.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS)
+    first = tiny.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS, scoring="packed")
     before = tiny.stats.snapshot()
-    again = tiny.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS)
+    again = tiny.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS, scoring="packed")
     delta = tiny.stats - before
     assert delta.forward_passes == 2            # query extension + one packed pass
     assert delta.scored_tokens == sum(len(tiny._encode(o)) for o in TINY_OPTIONS)
@@ -269,8 +270,82 @@ def test_tiny_prefix_cache_is_reused_and_stays_clean(tiny):
     np.testing.assert_array_equal(first, again)  # cached prefix not polluted by earlier calls
     # a third distinct prefix evicts the oldest (two kept)
     for p in ("a\n", "b\n", "c\n"):
-        tiny.option_logprobs(p, TINY_QUERY, TINY_OPTIONS[:2])
+        tiny.option_logprobs(p, TINY_QUERY, TINY_OPTIONS[:2], scoring="packed")
     assert list(tiny._prefix_cache) == ["b\n", "c\n"]
+
+
+TINY_DIALOGUE = [  # (prefix, query): a plan growing, a refreshed scene, a new instruction
+    (TINY_PREFIX, "Human: wipe it\nScene: cup.\nRobot: 1."),
+    (TINY_PREFIX, "Human: wipe it\nScene: cup.\nRobot: 1. find a sponge\n2."),
+    (TINY_PREFIX, "Human: wipe it\nScene: cup.\nRobot: 1. find a sponge\n2. pick up\n3."),
+    (TINY_PREFIX, "Human: wipe it\nScene: sponge.\nRobot: 1. find a sponge\n2. pick up\n3."),
+    (TINY_PREFIX, "Human: go\nRobot: 1."),
+    (TINY_PREFIX, "Human: go\nRobot: 1."),                  # the very same context again
+    (TINY_PREFIX, "Human: go"),                              # a strict start of a kept one
+    ("", "Human: go\nRobot: 1."),                           # no prefix: nothing shared
+]
+
+
+def test_tiny_fast_grows_the_context_and_equals_packed_and_naive(tiny):
+    tiny.clear_prefix_cache()
+    for prefix, query in TINY_DIALOGUE:
+        before = tiny.stats.snapshot()
+        fast = tiny.option_logprobs(prefix, query, TINY_OPTIONS, scoring="fast")
+        work = tiny.stats - before
+        naive = tiny.option_logprobs(prefix, query, TINY_OPTIONS, scoring="naive")
+        packed = tiny.option_logprobs(prefix, query, TINY_OPTIONS, scoring="packed")
+        np.testing.assert_allclose(fast, naive, atol=1e-4, rtol=0)
+        np.testing.assert_allclose(packed, naive, atol=1e-4, rtol=0)
+        if tiny.can_grow_context:
+            assert work.forward_passes == 1      # the new context tokens ride with the options
+        assert len(tiny._contexts) <= tiny.max_contexts
+    if tiny.can_grow_context:
+        # a step of a plan runs only its new tokens: the executed skill's line
+        tiny.clear_prefix_cache()
+        tiny.option_logprobs(*TINY_DIALOGUE[0], TINY_OPTIONS)
+        before = tiny.stats.snapshot()
+        tiny.option_logprobs(*TINY_DIALOGUE[1], TINY_OPTIONS)
+        ids = [tiny._bos + tiny._encode(p) + tiny._encode(q) for p, q in TINY_DIALOGUE[:2]]
+        assert (tiny.stats - before).prompt_tokens == len(ids[1]) - len(ids[0])
+    else:                                   # sliding-window caches cannot be cut back
+        assert not tiny._contexts
+
+
+def test_tiny_fast_forgets_a_context_whose_pass_failed(tiny, monkeypatch):
+    if not tiny.can_grow_context:
+        pytest.skip("sliding-window model: scored on the packed path")
+    tiny.clear_prefix_cache()
+    prefix, query = TINY_DIALOGUE[0]
+    good = tiny.option_logprobs(prefix, query, TINY_OPTIONS)
+    real = type(tiny)._packed_pass
+
+    def broken(self, *args, **kwargs):
+        real(self, *args, **kwargs)           # the cache has grown by the options' tokens
+        raise RuntimeError("boom")
+    monkeypatch.setattr(type(tiny), "_packed_pass", broken)
+    with pytest.raises(RuntimeError, match="boom"):
+        tiny.option_logprobs(prefix, query + " find", TINY_OPTIONS)
+    monkeypatch.setattr(type(tiny), "_packed_pass", real)
+    np.testing.assert_allclose(tiny.option_logprobs(prefix, query, TINY_OPTIONS), good,
+                               atol=1e-5, rtol=0)
+
+
+def test_tiny_int8_scores_and_bad_settings():
+    from saycan_ros.llm.transformers_backend import TransformersBackend
+
+    model, tok = _tiny("llama")
+    fp32 = TransformersBackend.from_objects(model, tok, name="fp32")
+    int8 = TransformersBackend.from_objects(_tiny("llama")[0], tok, name="int8", quantize="int8")
+    assert ".quantized." in type(int8.model.get_output_embeddings()).__module__
+    a = fp32.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS)
+    b = int8.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS)
+    assert np.all(np.isfinite(b)) and not np.array_equal(a, b)
+    assert np.max(np.abs(a - b)) < 0.2 * np.ptp(a)      # close, not equal
+    for bad in ({"scoring": "quick"}, {"quantize": "int4"}):
+        with pytest.raises(ValueError, match="must be one of"):
+            TransformersBackend.from_objects(model, tok, **bad)
+    with pytest.raises(ValueError, match="must be one of"):
+        fp32.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS, scoring="quick")
 
 
 def test_tiny_errors(tiny):
@@ -300,23 +375,30 @@ def test_nan_model_raises_clear_error():
     with torch.no_grad():
         model.model.layers[1].mlp.down_proj.weight.fill_(float("nan"))
     b = TransformersBackend.from_objects(model, tok, name="broken")
-    for packed in (True, False):
+    for scoring in ("fast", "packed", "naive"):
         with pytest.raises(RuntimeError, match="non-finite"):
-            b.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS, packed=packed)
+            b.option_logprobs(TINY_PREFIX, TINY_QUERY, TINY_OPTIONS, scoring=scoring)
     with pytest.raises(RuntimeError, match="non-finite"):
         b.generate(TINY_PREFIX, TINY_QUERY)
 
 
 def test_bench_on_tiny_model(tiny):
-    from saycan_ros.evaluation.bench_scoring import run_scoring_bench
+    from saycan_ros.evaluation.bench_scoring import (ARMS, BenchStep, format_arms,
+                                                     run_scoring_bench)
 
-    d = run_scoring_bench(tiny.name, TINY_PREFIX, TINY_QUERY, TINY_OPTIONS, repeats=2,
-                          backend=tiny, progress=False)
+    steps = [BenchStep(p, q, tuple(TINY_OPTIONS), (True, True, False, True, False),
+                       (0.9, 0.1, 0.0, 0.5, 0.0)) for p, q in TINY_DIALOGUE[:4]]
+    d = run_scoring_bench(tiny, steps, naive_steps=2, progress=False)
     assert d["model"] == tiny.name and d["n_options"] == len(TINY_OPTIONS)
-    assert d["max_abs_diff"] < 1e-4 and d["same_top1"]
-    assert d["naive_s_per_step"] > 0 and d["packed_s_per_step"] > 0
+    assert set(d["arms"]) == set(ARMS) - {"int8"}
+    assert d["arms"]["naive"]["steps"] == 2 and d["arms"]["prune"]["steps"] == 4
+    for arm, r in d["arms"].items():
+        assert r["same_choice"] == r["steps"] and r["max_abs_diff"] < 1e-4, arm
+        assert r["s_per_step"] > 0
     assert d["speedup"] == pytest.approx(d["naive_s_per_step"] / d["packed_s_per_step"])
     assert format_scoring_result(d).startswith("scoring: naive ")
+    table = format_arms(d)
+    assert table.startswith("CPU: ") and all(f"\n{arm} " in table for arm in d["arms"])
 
 
 # ----------------------------------------------------------------------------- SmolLM2
@@ -337,10 +419,26 @@ def smollm2():
 
 
 def test_smollm2_packed_equals_naive(smollm2):
-    packed = smollm2.option_logprobs(SHORT_PREFIX, SHORT_QUERY, SHORT_OPTIONS, packed=True)
-    naive = smollm2.option_logprobs(SHORT_PREFIX, SHORT_QUERY, SHORT_OPTIONS, packed=False)
+    packed = smollm2.option_logprobs(SHORT_PREFIX, SHORT_QUERY, SHORT_OPTIONS, scoring="packed")
+    naive = smollm2.option_logprobs(SHORT_PREFIX, SHORT_QUERY, SHORT_OPTIONS, scoring="naive")
     np.testing.assert_allclose(packed, naive, atol=1e-4, rtol=0)
     assert np.all(packed < 0)
+
+
+def test_smollm2_fast_equals_packed_over_a_plan(smollm2):
+    """The default path on the real model and prompt shape: a plan's steps, then a new
+    instruction; scores equal the plain packed path's to 1e-4."""
+    from saycan_ros.planning.prompt import DialoguePrompt
+    smollm2.clear_prefix_cache()
+    plan = ["find a sponge", "pick up the sponge", "bring it to you", "put down the sponge"]
+    scene = "Scene: robot at the table, holding nothing. close counter: sponge. table: apple."
+    for instruction in ("I spilled my drink, can you help?", "Bring me the apple."):
+        for k in range(len(plan) + 1):
+            query = DialoguePrompt.query(instruction, plan[:k], scene)
+            fast = smollm2.option_logprobs(SHORT_PREFIX, query, SHORT_OPTIONS, scoring="fast")
+            packed = smollm2.option_logprobs(SHORT_PREFIX, query, SHORT_OPTIONS,
+                                             scoring="packed")
+            np.testing.assert_allclose(fast, packed, atol=1e-4, rtol=0)
 
 
 def test_smollm2_generate_greedy_stops_at_newline(smollm2):
@@ -370,13 +468,15 @@ def test_llm_config_is_the_cli_the_node_and_the_back_end():
     # test/ros/test_nodes.py::test_llm_scorer_parameters_are_the_llm_config)
     # each back end gets its own options only, under its own names
     assert config.backend_config() == {"type": "transformers", "model": DEFAULT_MODEL,
-                                       "threads": 2, "dtype": "float32"}
+                                       "threads": 2, "dtype": "float32", "scoring": "fast",
+                                       "quantize": "none"}
     remote = LLMConfig.from_params({"backend": "openai", "model": "m", "base_url": "http://x/v1",
                                     "threads": 4})
     assert remote.backend_config() == {"type": "openai", "model": "m", "base_url": "http://x/v1",
                                        "api_key_env": "OPENAI_API_KEY", "timeout_s": 30.0}
     for bad, field in (({"backend": "openai"}, "base_url"), ({"prior_weight": 2}, "prior_weight"),
                        ({"retrieve": -1}, "retrieve"), ({"backend": "magic"}, "backend"),
+                       ({"scoring": "quick"}, "scoring"), ({"quantize": "int4"}, "quantize"),
                        ({"threads": "many"}, "threads")):
         with pytest.raises(LLMConfigError) as info:
             LLMConfig.from_params(bad)

@@ -194,9 +194,49 @@ def test_saycan_plans_real_tasks_with_a_real_language_model(vocabulary, test_sco
         assert outcome.result.steps[-1].selected == "done"
         # every step's scores are proper distributions / probabilities
         for step in outcome.result.steps:
-            assert step.llm.sum() == pytest.approx(1.0)
+            assert np.nansum(step.llm) == pytest.approx(1.0)
+            assert np.array_equal(np.isnan(step.llm), step.pruned)   # NaN: not scored
             assert np.all((step.affordance >= 0) & (step.affordance <= 1))
     assert report.summary_line() == "plan success: 3/3 (100.0%)"
+
+
+def test_pruning_never_changes_a_saycan_choice(vocabulary, test_scorer):
+    """The language model scores only the skills that can run: on real tasks every step
+    chooses as with every skill scored, and the scored skills keep their probability ratios."""
+    tasks = parse_tasks(END_TO_END, vocabulary.kitchen)
+    runs = {prune: evaluate(tasks, kitchen=vocabulary.kitchen, skills=vocabulary.skills,
+                            language_scorer=test_scorer, affordance_scorer=load_affordance(),
+                            strategy_options={"prune": prune}, progress=False)
+            for prune in (True, False)}
+    pruned_steps = 0
+    for fast, full in zip(runs[True].outcomes, runs[False].outcomes):
+        assert [s.selected for s in fast.result.steps] == [s.selected for s in full.result.steps]
+        for a, b in zip(fast.result.steps, full.result.steps):
+            assert b.pruned is None and a.pruned is not None
+            np.testing.assert_array_equal(a.pruned, b.affordance == 0)
+            kept = ~a.pruned
+            np.testing.assert_allclose(a.llm[kept], b.llm[kept] / b.llm[kept].sum(), rtol=1e-3)
+            pruned_steps += int(a.pruned.any())
+    assert pruned_steps > 0
+
+
+def test_pruned_language_is_asked_only_for_runnable_skills(vocabulary):
+    asked = []
+
+    class Recording(ScriptedLanguage):
+        def score(self, instruction, history, skills, min_state_revision=0, scene=""):
+            asked.append(list(skills))
+            return super().score(instruction, history, skills, min_state_revision, scene)
+    script = ["find a sponge", "pick up the sponge", "done"]
+    planner, _ = make_planner(vocabulary, Recording(script))
+    result = planner.run("hold the sponge")
+    assert result.plan == script
+    first = result.steps[0]
+    assert asked[0] == [s for s, a in zip(first.skills, first.affordance) if a > 0]
+    assert "pick up the sponge" not in asked[0] and "put down the sponge" not in asked[0]
+    assert np.isnan(first.llm[first.skills.index("pick up the sponge")])
+    assert first.to_dict()["pruned"] == int(first.pruned.sum())
+    assert all(name in asked[0] for name, *_ in first.top(5))   # pruned ones are not listed
 
 
 def test_failed_skill_is_retried_within_the_failure_budget(vocabulary):

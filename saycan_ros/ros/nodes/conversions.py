@@ -77,6 +77,7 @@ def record_to_msg(record: StepRecord, instruction: str, strategy: str, stamp) ->
     msg.llm = np.asarray(record.llm, dtype=np.float64).tolist()
     msg.affordance = np.asarray(record.affordance, dtype=np.float64).tolist()
     msg.combined = np.asarray(record.combined, dtype=np.float64).tolist()
+    msg.pruned = [] if record.pruned is None else [bool(p) for p in record.pruned]
     msg.selected = record.selected
     msg.strategy = strategy
     return msg

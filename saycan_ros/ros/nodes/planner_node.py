@@ -58,6 +58,7 @@ DEFAULTS = {
     "registry_file": "",           # "" = every skill to /saycan/execute; else route per family
     "refresh_scene": True,         # scene line re-read after each put-down (the default adapter's
                                    # prompt is scene: step; false for a scene: true adapter)
+    "prune": True,                 # saycan: the LLM scores only skills whose affordance is > 0
 }
 DESCRIPTIONS = {
     "strategy": "how the next skill is chosen: saycan (LLM x affordance) or no_vf (LLM only)",
@@ -73,6 +74,9 @@ DESCRIPTIONS = {
     "refresh_scene": "read the scene line again after each put-down, for a language scorer "
                      "whose adapter was trained so (prompt 'scene: step', the default); false: at the "
                      "start only (a 'scene: true' adapter)",
+    "prune": "saycan: ask the language scorer only for the skills whose affordance is above 0 "
+             "(the same choice, fewer tokens; the others are published with llm NaN and "
+             "pruned true); false: every skill is scored",
 }
 
 
@@ -317,7 +321,8 @@ class PlannerNode(Node):
         self._plan: list[str] = []
         result, error = None, ""
         try:
-            strategy = make_strategy(self._strategy, self.language, self.affordance)
+            strategy = make_strategy(self._strategy, self.language, self.affordance,
+                                     prune=self.params["prune"])
             with self._plan_lock:                     # a cancel sees it built, or not at all
                 self._planner = Planner(self.skills, strategy, self.executor_client,
                                         max_steps=max_steps,
