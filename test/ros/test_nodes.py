@@ -62,8 +62,13 @@ def test_a_plan_runs_over_dds_with_a_real_language_model(graph):
     assert [m.selected for m in graph.scores] == ["find an apple", "pick up the apple", "done"]
     for msg in graph.scores:
         assert len(msg.skills) == len(msg.llm) == len(msg.affordance) == len(msg.combined) == 51
-        assert sum(msg.llm) == pytest.approx(1.0)
-        assert np.allclose(msg.combined, np.multiply(msg.llm, msg.affordance))
+        # skills that cannot run are pruned: not scored (llm NaN), combined 0
+        pruned = np.asarray(msg.pruned, dtype=bool)
+        assert len(pruned) == 51 and pruned.any()
+        np.testing.assert_array_equal(pruned, np.asarray(msg.affordance) == 0)
+        np.testing.assert_array_equal(np.isnan(msg.llm), pruned)
+        assert np.nansum(msg.llm) == pytest.approx(1.0)
+        assert np.allclose(msg.combined, np.nan_to_num(np.multiply(msg.llm, msg.affordance)))
     states = [s.state for s in graph.statuses]
     assert states[0] == "planning" and states[-1] == "succeeded" and "executing" in states
 
