@@ -61,8 +61,6 @@ from saycan_ros.llm.models import display_name, load_causal_lm
 _LOG = logging.getLogger(__name__)
 
 
-
-
 @dataclasses.dataclass
 class _ContextState:
     """A KV cache after some context, and the log-probabilities of the next token."""
@@ -564,7 +562,7 @@ class TransformersBackend(LanguageBackend):
         parents = [j - 1 for j in range(n_stem)]
         parents += [p + n_stem if p >= 0 else n_stem - 1 for p in trie.parents]
         if cache is None:
-            kv_lens = {k: 0 for k in (self._windows if self._mask_dict else ["full_attention"])}
+            kv_lens = dict.fromkeys(self._windows if self._mask_dict else ["full_attention"], 0)
         else:
             kv_lens = self._ctx_kv_lens(cache, n_ctx)
         bool_masks = build_tree_masks(parents, n_ctx, kv_lens, self._windows)
