@@ -22,17 +22,25 @@ def _bench_scoring(args) -> int:
     if args.threads:
         import torch
         torch.set_num_threads(args.threads)
+    if args.bench_tasks < 1 or args.naive_steps < 1:
+        print("saycan bench scoring: --bench-tasks and --naive-steps must be >= 1", file=sys.stderr)
+        return 2
     try:
+        LLMConfig(model=args.model, adapter=args.adapter)
         adapter = resolve_adapter(args.model, args.adapter)
     except ValueError as exc:
         print(f"saycan bench scoring: {exc}", file=sys.stderr)
         return 2
     default = make_language_scorer(LLMConfig(model=DEFAULT_MODEL), load_vocabulary().prompt)
     steps = record_steps(args.bench_tasks, scorer=default)
-    backend = default.backend if args.model == DEFAULT_MODEL and args.adapter == "auto" else \
-        TransformersBackend(args.model, adapter=str(adapter or ""))
-    int8 = None if args.no_int8 else TransformersBackend(args.model, adapter=str(adapter or ""),
-                                                         quantize="int8")
+    try:
+        backend = default.backend if args.model == DEFAULT_MODEL and args.adapter == "auto" \
+            else TransformersBackend(args.model, adapter=str(adapter or ""))
+        int8 = None if args.no_int8 else TransformersBackend(
+            args.model, adapter=str(adapter or ""), quantize="int8")
+    except (ValueError, OSError) as exc:
+        print(f"saycan bench scoring: {args.model}: {exc}", file=sys.stderr)
+        return 2
     result = run_scoring_bench(backend, steps, naive_steps=args.naive_steps, int8_backend=int8)
     if args.json:
         write_json(args.json, result)

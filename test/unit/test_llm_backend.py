@@ -481,3 +481,11 @@ def test_llm_config_is_the_cli_the_node_and_the_back_end():
         with pytest.raises(LLMConfigError) as info:
             LLMConfig.from_params(bad)
         assert info.value.field == field
+
+
+def test_bench_scoring_refuses_bad_arguments_before_loading(capsys):
+    from saycan_ros.cli.main import main
+    assert main(["bench", "scoring", "--model", "nope"]) == 2
+    assert "'nope' is not a shipped model" in capsys.readouterr().err
+    assert main(["bench", "scoring", "--naive-steps", "0"]) == 2
+    assert "must be >= 1" in capsys.readouterr().err
