@@ -489,34 +489,34 @@ class TransformersBackend(LanguageBackend):
         # Each option's last token is only predicted, so the packed inputs are tokens 1..m-1;
         # one-token options need no pass. Options go into tries of <= max_packed_tokens nodes.
         chunks: list[tuple[_TokenTrie, list[tuple[int, list[int]]]]] = []
-        for i, ids in enumerate(opt_ids):
-            if len(ids) < 2:
+        for i, option in enumerate(opt_ids):
+            if len(option) < 2:
                 continue
             if not chunks or (chunks[-1][0].tokens and len(chunks[-1][0].tokens)
-                              + chunks[-1][0].new_nodes(ids[:-1]) > self.max_packed_tokens):
+                              + chunks[-1][0].new_nodes(option[:-1]) > self.max_packed_tokens):
                 chunks.append((_TokenTrie(self.share_option_prefixes), []))
             trie, members = chunks[-1]
-            members.append((i, trie.add(ids[:-1])))
+            members.append((i, trie.add(option[:-1])))
         stem: list[int] = []
         if grow:
-            ids = self._bos + self._encode(prefix) + self._encode(query)
-            ctx, held = self._kept_context(ids)
+            context_ids = self._bos + self._encode(prefix) + self._encode(query)
+            ctx, held = self._kept_context(context_ids)
             if ctx is None:
                 ctx = _ContextState(None, None, 0, ())
-            stem = ids[held:]                    # the context's new tokens, run with chunk 0
+            stem = context_ids[held:]            # the context's new tokens, run with chunk 0
             self.stats.prompt_tokens += len(stem)
         else:
             ctx = self._context_state(prefix, query)
         out = np.zeros(len(opt_ids), dtype=np.float64)
         for k, (trie, members) in enumerate(chunks or [(_TokenTrie(), [])]):
+            rows = [r for _, path in members for r in path]
+            targets = [t for i, _ in members for t in opt_ids[i][1:]]
+            if not stem and not rows:      # one-token options only: the context's logits do
+                continue
             if grow:      # the kept context's cache: the options' tokens are cropped off after
                 cache = ctx.cache
             else:         # the last chunk may consume the call's private cache; others copy it
                 cache = ctx.cache if k == len(chunks) - 1 else copy.deepcopy(ctx.cache)
-            rows = [r for _, path in members for r in path]
-            targets = [t for i, _ in members for t in opt_ids[i][1:]]
-            if not stem and not rows:
-                continue
             try:
                 tok_lp, stem_lp, cache = self._packed_pass(cache, ctx.n_tokens, trie, rows,
                                                            targets, stem)
@@ -525,7 +525,8 @@ class TransformersBackend(LanguageBackend):
                     self._drop_context(ctx)
                 raise
             if stem:          # the context has grown by the stem: keep it for the next call
-                ctx = _ContextState(cache, stem_lp, ctx.n_tokens + len(stem), tuple(ids))
+                ctx = _ContextState(cache, stem_lp, ctx.n_tokens + len(stem),
+                                    tuple(context_ids))
                 stem = []
             if grow:
                 if trie.tokens:
@@ -536,7 +537,7 @@ class TransformersBackend(LanguageBackend):
                 out[i] += float(tok_lp[start:start + len(path)].sum())
                 start += len(path)
         first_lp = ctx.next_logprobs
-        out += np.array([float(first_lp[ids[0]]) for ids in opt_ids], dtype=np.float64)
+        out += np.array([float(first_lp[option[0]]) for option in opt_ids], dtype=np.float64)
         return out
 
     def _ctx_kv_lens(self, cache, n_ctx: int) -> dict[str, int]:
