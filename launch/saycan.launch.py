@@ -5,6 +5,7 @@ planner.
     ros2 launch saycan_ros saycan.launch.py params_file:=/path/to/saycan.yaml strategy:=no_vf
     ros2 topic pub --once /saycan/instruction std_msgs/String "{data: 'Bring me a coke.'}"
     ros2 launch saycan_ros saycan.launch.py namespace:=robot1   # /robot1/saycan/instruction ...
+    ros2 launch saycan_ros saycan.launch.py kitchen_file:=/path/to/my_kitchen.yaml
     ros2 launch saycan_ros saycan.launch.py voice:=true microphone:=true rviz:=true
 """
 import os
@@ -26,6 +27,7 @@ def generate_launch_description():
     model = LaunchConfiguration("model")
     namespace = LaunchConfiguration("namespace")
     sim_time = {"use_sim_time": LaunchConfiguration("use_sim_time")}
+    kitchen = {"kitchen_file": LaunchConfiguration("kitchen_file")}
     session = uuid.uuid4().hex          # this launch: a respawned executor restores its world
     return LaunchDescription([
         # DDS stays on this machine unless asked: SUBNET (or SYSTEM_DEFAULT) to reach a robot's
@@ -46,16 +48,19 @@ def generate_launch_description():
                               description="saycan | no_vf"),
         DeclareLaunchArgument("model", default_value="smollm2-135m",
                               description="language model of the scorer"),
+        DeclareLaunchArgument("kitchen_file", default_value="",
+                              description="your kitchen description (docs/your_robot.md) for "
+                                          "every node; '' = the built-in kitchen"),
         Node(package="saycan_ros", executable="llm_scorer", name="llm_scorer", namespace=namespace,
-             parameters=[params_file, sim_time, {"model": model}], output="screen"),
+             parameters=[params_file, sim_time, kitchen, {"model": model}], output="screen"),
         Node(package="saycan_ros", executable="affordance", name="affordance", namespace=namespace,
-             parameters=[params_file, sim_time], output="screen"),
+             parameters=[params_file, sim_time, kitchen], output="screen"),
         # respawned after a crash; the session (one per launch) lets it restore its world
         Node(package="saycan_ros", executable="skill_executor", name="skill_executor", namespace=namespace,
-             parameters=[params_file, sim_time, {"session": session}], output="screen",
+             parameters=[params_file, sim_time, kitchen, {"session": session}], output="screen",
              respawn=True, respawn_delay=1.0),
         Node(package="saycan_ros", executable="planner", name="planner", namespace=namespace,
-             parameters=[params_file, sim_time, {"strategy": strategy}], output="screen"),
+             parameters=[params_file, sim_time, kitchen, {"strategy": strategy}], output="screen"),
         # voice:=true, audio_file:=..., microphone:=true, rviz:=true (the arguments pass through)
         IncludeLaunchDescription(PythonLaunchDescriptionSource(
             os.path.join(share, "launch", "saycan_frontends.launch.py"))),

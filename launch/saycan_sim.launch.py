@@ -6,6 +6,7 @@ routed through config/skill_registry.yaml, the affordance node with the pick val
     ros2 launch saycan_ros saycan_sim.launch.py
     ros2 launch saycan_ros saycan_sim.launch.py strategy:=no_vf affordance_file:=affordance.yaml
     ros2 launch saycan_ros saycan_sim.launch.py rviz:=true voice:=true audio_file:=/tmp/say.wav
+    ros2 launch saycan_ros saycan_sim.launch.py kitchen_file:=/path/to/my_kitchen.yaml
     ros2 topic pub --once /saycan/instruction std_msgs/String "{data: 'Bring me a coke.'}"
 
 For another robot (Gazebo, Isaac Sim, a real one) leave out kitchen_sim, remap its wrist camera
@@ -32,6 +33,7 @@ def generate_launch_description():
     strategy = LaunchConfiguration("strategy")
     model = LaunchConfiguration("model")
     affordance_file = LaunchConfiguration("affordance_file")
+    kitchen = {"kitchen_file": LaunchConfiguration("kitchen_file")}
     return LaunchDescription([
         # DDS stays on this machine unless asked: SUBNET (or SYSTEM_DEFAULT) to reach a robot's
         # other computers, with SROS2 enclaves (README: "On a real robot").
@@ -50,21 +52,26 @@ def generate_launch_description():
                               description="language model of the scorer"),
         DeclareLaunchArgument("affordance_file", default_value="affordance_sim.yaml",
                               description="affordance models (learned pick value function)"),
+        DeclareLaunchArgument("kitchen_file", default_value="",
+                              description="your kitchen description (docs/your_robot.md) for "
+                                          "every node and the simulator; '' = the built-in one"),
         Node(package="saycan_ros", executable="kitchen_sim", name="kitchen_sim",
-             parameters=[os.path.join(config, "kitchen_sim.yaml")], output="screen"),
+             parameters=[os.path.join(config, "kitchen_sim.yaml"),
+                         {"kitchen": LaunchConfiguration("kitchen_file")}], output="screen"),
         Node(package="saycan_ros", executable="navigate_skill", name="navigate_skill",
-             parameters=[executors_file], output="screen"),
+             parameters=[executors_file, kitchen], output="screen"),
         Node(package="saycan_ros", executable="pick_skill", name="pick_skill",
-             parameters=[executors_file], output="screen"),
+             parameters=[executors_file, kitchen], output="screen"),
         Node(package="saycan_ros", executable="place_skill", name="place_skill",
-             parameters=[executors_file], output="screen"),
+             parameters=[executors_file, kitchen], output="screen"),
         Node(package="saycan_ros", executable="llm_scorer", name="llm_scorer",
-             parameters=[params_file, {"model": model}], output="screen"),
+             parameters=[params_file, kitchen, {"model": model}], output="screen"),
         Node(package="saycan_ros", executable="affordance", name="affordance",
-             parameters=[params_file, {"affordance_file": affordance_file}], output="screen"),
+             parameters=[params_file, kitchen, {"affordance_file": affordance_file}],
+             output="screen"),
         Node(package="saycan_ros", executable="planner", name="planner",
-             parameters=[params_file, {"strategy": strategy,
-                                       "registry_file": "skill_registry.yaml"}],
+             parameters=[params_file, kitchen, {"strategy": strategy,
+                                                "registry_file": "skill_registry.yaml"}],
              output="screen"),
         # voice:=true, audio_file:=..., microphone:=true, rviz:=true (the arguments pass through)
         IncludeLaunchDescription(PythonLaunchDescriptionSource(

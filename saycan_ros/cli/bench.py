@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from saycan_ros.cli.common import write_json
+from saycan_ros.cli.common import add_kitchen_argument, kitchen_option, write_json
 
 
 def _bench_scoring(args) -> int:
@@ -25,14 +25,24 @@ def _bench_scoring(args) -> int:
     if args.bench_tasks < 1 or args.naive_steps < 1:
         print("saycan bench scoring: --bench-tasks and --naive-steps must be >= 1", file=sys.stderr)
         return 2
+    kitchen_file, error = kitchen_option(args, "bench scoring")
+    if error:
+        print(error, file=sys.stderr)
+        return 2
+    if kitchen_file and not args.tasks:
+        print("saycan bench scoring: --kitchen needs --tasks (a task file over that kitchen)",
+              file=sys.stderr)
+        return 2
     try:
         LLMConfig(model=args.model, adapter=args.adapter)
         adapter = resolve_adapter(args.model, args.adapter)
     except ValueError as exc:
         print(f"saycan bench scoring: {exc}", file=sys.stderr)
         return 2
-    default = make_language_scorer(LLMConfig(model=DEFAULT_MODEL), load_vocabulary().prompt)
-    steps = record_steps(args.bench_tasks, scorer=default)
+    default = make_language_scorer(LLMConfig(model=DEFAULT_MODEL),
+                                   load_vocabulary(kitchen_file).prompt)
+    steps = record_steps(args.bench_tasks, args.tasks or "tasks_dev.yaml", scorer=default,
+                         kitchen_file=kitchen_file)
     try:
         backend = default.backend if args.model == DEFAULT_MODEL and args.adapter == "auto" \
             else TransformersBackend(args.model, adapter=str(adapter or ""))
@@ -118,6 +128,9 @@ def register(sub) -> None:
     scoring.add_argument("--naive-steps", type=int, default=3,
                          help="steps the one-pass-per-option reference is timed on")
     scoring.add_argument("--no-int8", action="store_true", help="leave out the int8 arm")
+    scoring.add_argument("--tasks", default="",
+                         help="the task file whose plans are timed (default: tasks_dev.yaml)")
+    add_kitchen_argument(scoring)
     scoring.add_argument("--threads", type=int, default=0, help="torch threads (0 = default)")
     bench.add_argument("--steps", type=int, default=5000)
     bench.add_argument("--no-camera", action="store_true")

@@ -32,3 +32,32 @@ def bad_llm_options(args, command: str) -> str:
 def write_json(path: str, data) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(data, handle, indent=1)
+
+
+def add_kitchen_argument(parser) -> None:
+    """--kitchen FILE: the user's kitchen description instead of the built-in one."""
+    parser.add_argument("--kitchen", default="", metavar="FILE",
+                        help="your kitchen description (YAML: objects and places, see "
+                             "docs/your_robot.md); default: the built-in config/kitchen.yaml")
+
+
+def kitchen_option(args, command: str) -> tuple[str, str]:
+    """(the --kitchen file as an absolute path or "", one error line or ""): the file is read
+    and checked here, before any model loads or node starts."""
+    from pathlib import Path
+
+    from saycan_ros.core.config import ConfigError
+    from saycan_ros.core.kitchen import KitchenError
+    from saycan_ros.planning.vocabulary import load_vocabulary
+    name = getattr(args, "kitchen", "") or ""
+    if not name:
+        return "", ""
+    path = Path(name).expanduser()
+    if not path.is_file():
+        return "", f"saycan {command}: --kitchen {name}: no such file"
+    path = str(path.resolve())
+    try:
+        load_vocabulary(path)
+    except (ConfigError, KitchenError) as exc:
+        return "", f"saycan {command}: --kitchen: {exc}"
+    return path, ""

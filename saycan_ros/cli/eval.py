@@ -8,7 +8,8 @@ import json
 import sys
 import time
 
-from saycan_ros.cli.common import add_model_arguments, bad_llm_options, write_json
+from saycan_ros.cli.common import (add_kitchen_argument, add_model_arguments, bad_llm_options,
+                                   kitchen_option, write_json)
 
 OLD_WORLD_NAMES = {"oracle": "symbolic", "sim": "sim", "nodes": "nodes"}   # --executor
 
@@ -21,10 +22,20 @@ def cmd_eval(args) -> int:
     if bad_llm_options(args, "eval"):
         print(bad_llm_options(args, "eval"), file=sys.stderr)
         return 2
+    from saycan_ros.core.tasks import TaskError, load_tasks, task_file_kitchen
+    if not args.kitchen:          # a task file over another kitchen names it
+        try:
+            args.kitchen = task_file_kitchen(args.tasks)
+        except TaskError as exc:
+            print(f"saycan eval: {exc}", file=sys.stderr)
+            return 2
+    kitchen_file, error = kitchen_option(args, "eval")
+    if error:
+        print(error, file=sys.stderr)
+        return 2
     from saycan_ros.planning.vocabulary import load_vocabulary
-    from saycan_ros.core.tasks import TaskError, load_tasks
 
-    vocabulary = load_vocabulary()
+    vocabulary = load_vocabulary(kitchen_file)
     try:
         tasks = load_tasks(args.tasks, vocabulary.kitchen)
     except TaskError as exc:
@@ -64,16 +75,20 @@ def cmd_eval(args) -> int:
     models = args.llm or [args.model]
     world_options, affordance_file = {}, args.affordance
     if args.world == "sim":      # learned pick + value-function affordances when trained
-        from saycan_ros.skills.pick.policy import sim_eval_setup
-        pick, affordance_file = sim_eval_setup(args.pick, args.affordance)
+        from saycan_ros.skills.pick.policy import learned_pick_unseen, sim_eval_setup
+        pick, affordance_file = sim_eval_setup(args.pick, args.affordance, vocabulary.kitchen)
         world_options = {"pick": pick}
-        print(f"simulator: pick {pick}, affordances {affordance_file or 'affordance.yaml'}",
-              file=sys.stderr)
+        unseen = learned_pick_unseen(vocabulary.kitchen) if args.pick == "auto" else []
+        print(f"simulator: pick {pick}, affordances {affordance_file or 'affordance.yaml'}"
+              + (f" (the learned pick never saw {', '.join(unseen[:4])}"
+                 f"{' …' if len(unseen) > 4 else ''}: the scripted pick picks here)"
+                 if unseen else ""), file=sys.stderr)
     elif args.world == "nodes":  # kitchen_sim + navigate/pick/place skill nodes over DDS
         from saycan_ros.ros.nodes.graph_world import NodeGraphWorld
         from saycan_ros.skills.pick.policy import sim_eval_setup
         affordance_file = sim_eval_setup("learned", args.affordance)[1]
-        world_options = {"graph": NodeGraphWorld(vocabulary.kitchen, vocabulary.skills)}
+        world_options = {"graph": NodeGraphWorld(vocabulary.kitchen, vocabulary.skills,
+                                                 kitchen_file=kitchen_file)}
         print(f"node graph: kitchen_sim, navigate_skill, pick_skill, place_skill (ROS_DOMAIN_ID "
               f"{world_options['graph'].domain_id}, logs {world_options['graph'].log_dir}); "
               f"affordances {affordance_file or 'affordance.yaml'}", file=sys.stderr)
@@ -87,7 +102,8 @@ def cmd_eval(args) -> int:
         max_failures = (args.max_steps if fault_rate else
                         0 if args.world == "symbolic" else 2)
     jobs = [EvalJob(model, strategy, llm, affordance_file or "", args.max_steps, args.world,
-                    args.seed, world_options, max_failures, fault_rate, not args.no_prune)
+                    args.seed, world_options, max_failures, fault_rate, not args.no_prune,
+                    kitchen_file)
             for model in models for strategy in strategies]
     jsonl = open(args.jsonl, "a", encoding="utf-8") if args.jsonl else None
 
@@ -128,7 +144,10 @@ def cmd_eval(args) -> int:
 def register(sub) -> None:
     from saycan_ros.stack import WORLDS
     ev = sub.add_parser("eval", help="plan success over a task file")
-    ev.add_argument("--tasks", default="tasks.yaml")
+    ev.add_argument("--tasks", default="tasks.yaml",
+                    help="task file (a name in config/ or a path); its kitchen is --kitchen, "
+                         "else the one the file names (kitchen: FILE), else the built-in one")
+    add_kitchen_argument(ev)
     add_model_arguments(ev)
     ev.add_argument("--world", default="symbolic", choices=WORLDS,
                     help="where the skills run: the symbolic kitchen, the built-in simulator, or "

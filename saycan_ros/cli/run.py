@@ -9,7 +9,8 @@ import sys
 import tempfile
 import time
 
-from saycan_ros.cli.common import add_model_arguments, bad_llm_options
+from saycan_ros.cli.common import (add_kitchen_argument, add_model_arguments, bad_llm_options,
+                                   kitchen_option)
 
 
 def _print_scores(msg, top_k: int) -> None:
@@ -30,16 +31,23 @@ def _print_status(msg) -> None:
         sys.stdout.flush()
 
 
-def node_params(args) -> dict:
+def node_params(args, kitchen_file: str = "") -> dict:
+    """Each node's parameters; ``kitchen_file`` reaches every node that reads the kitchen."""
     from saycan_ros.llm.config import LLMConfig
-    return {"llm_scorer": LLMConfig.from_args(args).params(),
-            "skill_executor": {"world": args.world, "seed": args.seed},
-            "planner": {"strategy": args.strategy, "max_steps": args.max_steps}}
+    where = {"kitchen_file": kitchen_file} if kitchen_file else {}
+    return {"llm_scorer": {**LLMConfig.from_args(args).params(), **where},
+            "affordance": dict(where),
+            "skill_executor": {"world": args.world, "seed": args.seed, **where},
+            "planner": {"strategy": args.strategy, "max_steps": args.max_steps, **where}}
 
 
 def cmd_run(args) -> int:
     if bad_llm_options(args, "run"):
         print(bad_llm_options(args, "run"), file=sys.stderr)
+        return 2
+    kitchen_file, error = kitchen_option(args, "run")
+    if error:
+        print(error, file=sys.stderr)
         return 2
     from saycan_ros.ros import graph
     from saycan_ros.ros.commander import GraphDown, SayCanCommander
@@ -54,7 +62,7 @@ def cmd_run(args) -> int:
         instruction = check_instruction(args.instruction)
         init = json.loads(args.init) if args.init else None
         if init is not None:
-            TaskInit.from_mapping(init, load_kitchen())
+            TaskInit.from_mapping(init, load_kitchen(kitchen_file or None))
     except json.JSONDecodeError as exc:
         print(f"saycan run: --init is not JSON ({exc.msg} at character {exc.pos})",
               file=sys.stderr)
@@ -64,7 +72,7 @@ def cmd_run(args) -> int:
               file=sys.stderr)
         return 2
     try:
-        goal = parse_goal(args.goal, load_kitchen()) if args.goal is not None else None
+        goal = parse_goal(args.goal, load_kitchen(kitchen_file or None)) if args.goal is not None else None
     except TaskError as exc:
         print(f"saycan run: --goal: {exc}", file=sys.stderr)
         return 2
@@ -73,7 +81,7 @@ def cmd_run(args) -> int:
               f"it runs {', '.join(node_strategy_names())} (the others: saycan eval)",
               file=sys.stderr)
         return 2
-    params = node_params(args)
+    params = node_params(args, kitchen_file)
     graph.init_rclpy()
     procs, spinning = [], None
     log_dir = tempfile.mkdtemp(prefix="saycan_run_")
@@ -166,6 +174,7 @@ def outcome_lines(result: dict, state: dict, goal=None, goal_holds: bool | None 
 def register(sub) -> None:
     run = sub.add_parser("run", help="plan and execute one instruction on the kitchen")
     run.add_argument("instruction")
+    add_kitchen_argument(run)
     add_model_arguments(run)
     run.add_argument("--processes", action="store_true", help="one process per node")
     run.add_argument("--verbose", action="store_true",

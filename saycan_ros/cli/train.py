@@ -75,10 +75,16 @@ def cmd_train_value(args) -> int:
 
 
 def cmd_train_planner(args) -> int:
+    from saycan_ros.cli.common import kitchen_option
+    kitchen_file, error = kitchen_option(args, "train planner")
+    if error:
+        raise SystemExit(error)
     from saycan_ros.learning.train_planner import train_planner
     with _config_errors("train planner"):
         record = train_planner(config_path=args.config or None, seed=args.seed,
-                               out=args.out or None, overrides=_overrides(args.set))
+                               out=args.out or None, overrides=_overrides(args.set),
+                               kitchen_file=kitchen_file, resume=args.resume,
+                               init_adapter=args.init_adapter)
     m = record["metrics"]
     print(f"planner adapter: {record['dialogues']} dialogues, {m['steps']} steps in "
           f"{m['seconds']:.0f} s; loss {m['first_loss']} -> {m['final_loss']}, held-out option "
@@ -152,6 +158,14 @@ def register(subparsers) -> None:
     p.add_argument("--out", default="", help="adapter folder (default models/planner_smollm2)")
     p.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
                    help="override one hyper-parameter, e.g. data.dialogues=200")
+    p.add_argument("--init-adapter", default=None, metavar="NAME",
+                   help="continue this adapter (a folder under models/ or a path; '' = a fresh "
+                        "LoRA) instead of the config's init_adapter")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from <out>/checkpoint.pt (same config and seed), written every "
+                        "train.checkpoint_every steps")
+    from saycan_ros.cli.common import add_kitchen_argument
+    add_kitchen_argument(p)
     p.set_defaults(func=cmd_train_planner)
 
     ev = subparsers.add_parser("eval-value", help="pick affordance vs. BC success on held-out starts")

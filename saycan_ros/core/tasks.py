@@ -351,3 +351,21 @@ def load_tasks(path: str | Path, kitchen: Kitchen) -> list[Task]:
     except yaml.YAMLError as exc:
         raise TaskError(f"{resolved}: invalid YAML: {exc}") from None
     return parse_tasks(data, kitchen, str(resolved))
+
+
+def task_file_kitchen(path: str | Path) -> str:
+    """The kitchen a task file names (its top-level ``kitchen:``, relative to the task file's
+    folder) as an absolute path, or "" when it names none (the built-in kitchen)."""
+    from saycan_ros.core.config import ConfigError, read_text, resolve_config
+    try:
+        resolved = resolve_config(path, "tasks.yaml")
+        data = yaml.safe_load(read_text(resolved))
+    except (ConfigError, yaml.YAMLError):
+        return ""              # load_tasks says what is wrong with the file
+    name = data.get("kitchen") if isinstance(data, Mapping) else None
+    if not name:
+        return ""
+    kitchen = Path(resolved).parent / str(name)
+    if not kitchen.is_file():
+        raise TaskError(f"{resolved}: kitchen: no such file {kitchen}")
+    return str(kitchen.resolve())

@@ -102,18 +102,19 @@ def format_cpu(cpu: dict, threads: int) -> str:
 
 
 def record_steps(n_tasks: int = BENCH_TASKS, tasks_file: str = "tasks_dev.yaml",
-                 scorer=None, progress: bool = True) -> list[BenchStep]:
+                 scorer=None, progress: bool = True, kitchen_file: str = "") -> list[BenchStep]:
     """The steps of SayCan plans for the first task of ``n_tasks`` development families
-    (symbolic world, every skill scored), as the language model saw them."""
-    from saycan_ros.core.config import config_dir
+    (symbolic world, every skill scored), as the language model saw them. ``tasks_file``: a
+    name in the config folder or a path; ``kitchen_file``: the kitchen it is over."""
     from saycan_ros.core.tasks import load_tasks
     from saycan_ros.evaluation.plans import evaluate
     from saycan_ros.planning.affordance import load_affordance
     from saycan_ros.planning.language import LanguageScorer
     from saycan_ros.planning.vocabulary import load_vocabulary
-    vocabulary = load_vocabulary()
+    from saycan_ros.core.config import resolve_config
+    vocabulary = load_vocabulary(kitchen_file)
     tasks, families = [], set()
-    for task in load_tasks(config_dir() / tasks_file, vocabulary.kitchen):
+    for task in load_tasks(resolve_config(tasks_file, tasks_file), vocabulary.kitchen):
         if task.family not in families and len(tasks) < n_tasks:
             families.add(task.family)
             tasks.append(task)

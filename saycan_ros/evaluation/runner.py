@@ -29,6 +29,7 @@ class EvalJob:
     max_failures: int = 0
     fault_rate: float = 0.0
     prune: bool = True                     # saycan: the LLM scores only skills that can run
+    kitchen_file: str = ""                 # "" = the built-in kitchen
 
 
 def strategy_resources(vocabulary, scorer, seed: int):
@@ -67,12 +68,13 @@ def _worker_model(job: EvalJob) -> tuple:
     global _loaded
     from saycan_ros.planning.vocabulary import load_vocabulary
     from saycan_ros.stack import make_language_scorer
-    if _loaded is None or _loaded[0] != (job.model, job.seed):
+    key = (job.model, job.seed, job.kitchen_file)
+    if _loaded is None or _loaded[0] != key:
         if _loaded is not None:
             _loaded[2].backend.close()
-        vocabulary = load_vocabulary()
+        vocabulary = load_vocabulary(job.kitchen_file)
         scorer = make_language_scorer({**job.llm, "model": job.model}, vocabulary.prompt)
-        _loaded = ((job.model, job.seed), vocabulary, scorer,
+        _loaded = (key, vocabulary, scorer,
                    strategy_resources(vocabulary, scorer, job.seed))
     return _loaded[1:]
 

@@ -18,11 +18,20 @@ class PlannerDataConfig:
     # Weights of named families in place of planner_data.FAMILY_WEIGHTS (the others keep theirs):
     # a continued run can spend its few dialogues on what the adapter gets wrong.
     family_weights: dict = field(default_factory=dict)
+    # Share of the dialogues drawn in random kitchens of config/planner_lexicon.yaml (0-1; the
+    # rest in the built-in kitchen), and how many dialogues share one random kitchen.
+    many_kitchens: float = 0.0
+    per_kitchen: int = 4
 
     def __post_init__(self):
         from saycan_ros.learning.planner_data import FAMILY_WEIGHTS
         if self.dialogues < 1:
             raise ValueError(f"dialogues: expected at least 1, got {self.dialogues!r}")
+        if isinstance(self.many_kitchens, bool) or not 0 <= self.many_kitchens <= 1:
+            raise ValueError(f"many_kitchens: expected a share in [0, 1], got "
+                             f"{self.many_kitchens!r}")
+        if self.per_kitchen < 1:
+            raise ValueError(f"per_kitchen: expected at least 1, got {self.per_kitchen!r}")
         unknown = sorted(set(self.family_weights) - set(FAMILY_WEIGHTS))
         if unknown:
             raise ValueError(f"family_weights: unknown families {unknown}; "
@@ -56,6 +65,7 @@ class PlannerTrainConfig:
     weight_decay: float = 0.0
     warmup: int = 20                  # optimiser steps of linear warm-up, then cosine decay
     threads: int = 2
+    checkpoint_every: int = 50        # optimiser steps between checkpoints (--resume continues)
     precision: str = "auto"           # bf16 autocast where the device has it natively, else fp32
     device: str = "auto"              # cuda where torch sees a GPU, else cpu; or cpu / cuda
 

@@ -28,7 +28,7 @@ from saycan_ros.core.kitchen import GRIPPER, USER, Kitchen
 from saycan_ros.planning.scene import changes_scene, scene_of
 from saycan_ros.core.skills import SkillSet
 from saycan_ros.core.solver import MAX_PLAN_SKILLS
-from saycan_ros.core.tasks import GoalExpr, TaskInit, parse_goal
+from saycan_ros.core.tasks import GoalExpr, TaskError, TaskInit, parse_goal
 from saycan_ros.core.world import SymbolicWorld
 
 #: Families and how often each is drawn (the mix of the training set).
@@ -138,8 +138,10 @@ class PlanDataGenerator:
         self.scene_refresh = scene_refresh     # scene lines as Planner(refresh_scene=True) sends
         self.rng = random.Random(seed)
         self.exclude = {normalise(t) for t in exclude}
+        #: where "throw away" leads (a kitchen without one: those requests are never drawn)
+        self.trash = kitchen.disposal or "trash can"
         self.places = [loc for loc in kitchen.locations if loc != USER]   # where things stand
-        self.shelves = [loc for loc in self.places if loc != "trash can"]
+        self.shelves = [loc for loc in self.places if loc != self.trash]
         self._makers = {
             "nl_single": self._single, "nl_nouns": self._nouns, "nl_verbs": self._verbs,
             "structured": self._structured, "embodiment": self._embodiment,
@@ -181,7 +183,10 @@ class PlanDataGenerator:
         text, goal_text, items, language = made
         if normalise(text) in self.exclude or not text.strip():
             return None
-        goal = parse_goal(goal_text, self.kitchen)
+        try:
+            goal = parse_goal(goal_text, self.kitchen)
+        except TaskError:        # e.g. "throw away" in a kitchen without a disposal place
+            return None
         if goal.holds(world):
             return None
         steps = self._plan(world, items)
@@ -221,15 +226,15 @@ class PlanDataGenerator:
         return f"the {name}"
 
     def _loc(self, location: str) -> str:
-        return self.rng.choice(self.lex.locations[location])
+        return self.rng.choice(self.lex.locations.get(location) or [location])
 
     def _fill(self, kind: str, **slots) -> str:
         template = self.rng.choice(self.lex.templates[kind])
-        return _format(template, trash=self._loc("trash can"), **slots)
+        return _format(template, trash=self._loc(self.trash), **slots)
 
     def _present(self, world: SymbolicWorld, candidates: Iterable[str]) -> list[str]:
         """The candidates that are in the kitchen and not already delivered or thrown away."""
-        return [o for o in candidates if world.objects.get(o) not in (None, USER, "trash can")]
+        return [o for o in candidates if world.objects.get(o) not in (None, USER, self.trash)]
 
     def _category(self, world: SymbolicWorld, min_members: int = 1):
         """(attribute, members present) of a random category with enough present members."""
@@ -292,13 +297,13 @@ class PlanDataGenerator:
             return None
         text = self._fill(kind, held=self._name(held), loc="{loc}")
         if kind == "drop_held":
-            if world.robot_at in ("trash can", USER):
+            if world.robot_at in (self.trash, USER):
                 return None
-            return (text, f"and(holding(none), not(at({held}, trash can)))", [("drop",)], "en")
+            return (text, f"and(holding(none), not(at({held}, {self.trash})))", [("drop",)], "en")
         if kind == "deliver_held":
             return self._delivery(text, [held], USER)
         if kind == "throw_held":
-            return self._delivery(text, [held], "trash can")
+            return self._delivery(text, [held], self.trash)
         loc = self.rng.choice(self.shelves)
         return self._delivery(_format(text, loc=self._loc(loc)), [held], loc)
 
@@ -323,7 +328,7 @@ class PlanDataGenerator:
         if kind == "bring":
             return self._delivery(self._fill("bring", x=x), [obj], USER)
         if kind == "throw":
-            return self._delivery(self._fill("throw", x=x), [obj], "trash can")
+            return self._delivery(self._fill("throw", x=x), [obj], self.trash)
         loc = self.rng.choice([p for p in self.shelves if p != world.objects.get(obj)])
         return self._delivery(self._fill("move", x=x, loc=self._loc(loc)), [obj], loc)
 
@@ -345,9 +350,9 @@ class PlanDataGenerator:
             parts.append(rng.choice(st["bring"]))
             dest = USER
         elif end == "trash":
-            parts += [_format(rng.choice(st["carry"]), loc=self._loc("trash can")),
+            parts += [_format(rng.choice(st["carry"]), loc=self._loc(self.trash)),
                       rng.choice(st["trash"])]
-            dest = "trash can"
+            dest = self.trash
         else:
             dest = rng.choice([p for p in self.shelves if p != world.objects[obj]])
             parts += [_format(rng.choice(st["carry"]), loc=self._loc(dest)), rng.choice(st["put"])]
@@ -386,7 +391,7 @@ class PlanDataGenerator:
         if kind == "bring":
             dest = USER
         elif kind == "throw":
-            dest = "trash can"
+            dest = self.trash
         else:
             dest = rng.choice([p for p in self.shelves if p != world.objects.get(obj)])
         text = self._fill(kind, x=self._name(obj), loc=self._loc(dest) if kind == "move" else "")
@@ -446,7 +451,7 @@ class PlanDataGenerator:
         """Several named objects, one verb ("throw away the A, the B and the C")."""
         rng = self.rng
         verb = rng.choice(["bring", "throw", "move"])
-        dest = {"bring": USER, "throw": "trash can"}.get(verb) or rng.choice(self.shelves)
+        dest = {"bring": USER, "throw": self.trash}.get(verb) or rng.choice(self.shelves)
         free = [o for o in self._present(world, self.kitchen.objects)
                 if o not in taken and world.objects.get(o) != dest]
         objs = rng.sample(free, min(len(free), count or rng.choice([2, 2, 3, 3, 4])))
@@ -495,11 +500,11 @@ class PlanDataGenerator:
                 verb = rng.choice(["bring_all_at", "throw_all_at", "move_all_at"])
                 loc2 = rng.choice([p for p in self.shelves if p != loc])
                 text = self._fill(verb, all=plural, loc=self._loc(loc), loc2=self._loc(loc2))
-                dest = {"bring_all_at": USER, "throw_all_at": "trash can"}.get(verb, loc2)
+                dest = {"bring_all_at": USER, "throw_all_at": self.trash}.get(verb, loc2)
             else:
                 verb = rng.choice(["bring_all", "throw_all"])
                 text = self._fill(verb, all=plural)
-                dest = USER if verb == "bring_all" else "trash can"
+                dest = USER if verb == "bring_all" else self.trash
             members = [m for m in members if world.objects.get(m) != dest]
             if not 2 <= len(members) <= 4:
                 return None
@@ -544,9 +549,9 @@ class PlanDataGenerator:
                 return None
             text = self._fill("neg_throw_all", all=rng.choice(self.lex.categories[attr]["all"]),
                               z=self._name(keep))
-            goal = self._all([self._at(m, "trash can") for m in rest]
-                             + [f"not(at({keep}, trash can))"])
-            return text, goal, [("deliver", (m,), "trash can") for m in rest], "en"
+            goal = self._all([self._at(m, self.trash) for m in rest]
+                             + [f"not(at({keep}, {self.trash}))"])
+            return text, goal, [("deliver", (m,), self.trash) for m in rest], "en"
         # exclude one object, or a sub-category
         subs = [a for a in self.lex.categories if a != attr and self.lex.categories[a]["one"]
                 and set(self.lex.members(a)) & set(members)
@@ -585,7 +590,7 @@ class PlanDataGenerator:
         rng = self.rng
         n = rng.choice([2, 2, 3])
         r = rng.random()
-        dest = USER if r < 0.6 else "trash can" if r < 0.8 else rng.choice(self.shelves)
+        dest = USER if r < 0.6 else self.trash if r < 0.8 else rng.choice(self.shelves)
         attrs = [a for a in self.lex.categories if self.lex.categories[a]["all"]
                  and len(self._present(world, self.lex.members(a))) > n]
         if not attrs:
@@ -597,7 +602,7 @@ class PlanDataGenerator:
         chosen = rng.sample(members, n)
         number = str(rng.choice(self.lex.templates["numbers"][n]))
         plural = rng.choice(self.lex.categories[attr]["all"])
-        kind = {USER: "count_bring", "trash can": "count_throw"}.get(dest, "count_move")
+        kind = {USER: "count_bring", self.trash: "count_throw"}.get(dest, "count_move")
         text = self._fill(kind, n=number, all=plural, loc=self._loc(dest) if dest in
                           self.shelves else "")
         # the plan moves the chosen ones; the goal accepts any n of the category
@@ -631,7 +636,7 @@ class PlanDataGenerator:
             return self._delivery(text, members, USER, code)
         if kind == "throw":
             return self._delivery(_format(rng.choice(tpl["throw"]), obj=name(obj)), [obj],
-                                  "trash can", code)
+                                  self.trash, code)
         if kind == "move":
             loc = rng.choice([p for p in self.shelves if p != world.objects.get(obj)])
             forms = lang["locations"][loc]
@@ -652,10 +657,10 @@ class PlanDataGenerator:
             return (_format(rng.choice(tpl["find"]), obj=name(obj)),
                     f"robot_at({world.objects[obj]})", [("find", obj)], code)
         if kind == "put_down_held":
-            if world.holding is None or world.robot_at in ("trash can", USER):
+            if world.holding is None or world.robot_at in (self.trash, USER):
                 return None
             return (rng.choice(tpl["put_down_held"]),
-                    f"and(holding(none), not(at({world.holding}, trash can)))", [("drop",)], code)
+                    f"and(holding(none), not(at({world.holding}, {self.trash})))", [("drop",)], code)
         others = [o for o in present if o != obj]
         if not others:
             return None
@@ -787,18 +792,30 @@ TEST_SETS = ("tasks.yaml", "tasks_extra.yaml")
 #: What the generator never produces: the test sets and the development set (so that the
 #: development set keeps measuring generalisation, not recall).
 EXCLUDED_SETS = TEST_SETS + ("tasks_dev.yaml",)
+#: The development kitchens (a kitchen file and its task file each), under the config folder.
+DEV_KITCHENS = "dev_kitchens"
 
 
 def heldout_instructions(config_dir: Path, kitchen: Kitchen,
-                         sets: Sequence[str] = EXCLUDED_SETS) -> list[str]:
+                         sets: Sequence[str] = EXCLUDED_SETS,
+                         dev_kitchens: bool = True) -> list[str]:
     """Every instruction of the task files ``sets`` in ``config_dir`` (default: the test sets
-    and the development set): what the generator must never produce."""
+    and the development set) and, with ``dev_kitchens``, of the development kitchens' task
+    files (``dev_kitchens/*_tasks.yaml``): what the generator must never produce."""
+    import yaml
+
+    from saycan_ros.core.config import read_text
     from saycan_ros.core.tasks import load_tasks
     texts = []
     for name in sets:
         path = Path(config_dir) / name
         if path.is_file():
             texts += [t.text for t in load_tasks(path, kitchen)]
+    kitchen_files = (Path(config_dir) / DEV_KITCHENS).glob("*_tasks.yaml") if dev_kitchens else ()
+    for path in sorted(kitchen_files):
+        data = yaml.safe_load(read_text(path)) or {}
+        texts += [str(item["text"]) for item in data.get("instructions", [])
+                  if isinstance(item, Mapping) and "text" in item]
     return texts
 
 

@@ -1,5 +1,6 @@
 """``saycan train planner``: fine-tune a LoRA adapter of the scoring language model on
-synthetic planning dialogues of this kitchen (:mod:`saycan_ros.learning.planner_data`).
+synthetic planning dialogues (:mod:`saycan_ros.learning.planner_data`) of the built-in kitchen,
+of random kitchens (:mod:`saycan_ros.learning.kitchens`) or of the user's kitchen file.
 
 The model learns exactly what the SayCan scorer asks of it: the log-probability of each step's
 option text after the dialogue so far. Each dialogue is tokenised as the scorer tokenises it
@@ -110,7 +111,7 @@ def _adapter_identity(path: Path | None) -> dict | None:
 def option_loss(causal_lm, ids, mask, flags):
     """(mean cross-entropy, correct top-1 count, count) over the flagged tokens; logits are
     computed only where a flagged token is predicted (the vocabulary projection is costly)."""
-    hidden = causal_lm.model(input_ids=ids, attention_mask=mask).last_hidden_state
+    hidden = causal_lm.model(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
     predict = flags[:, 1:]                       # token t+1 is predicted from position t
     rows = hidden[:, :-1][predict]
     logits = causal_lm.lm_head(rows).float()
@@ -120,38 +121,74 @@ def option_loss(causal_lm, ids, mask, flags):
     return loss, correct, int(targets.numel())
 
 
+CHECKPOINT = "checkpoint.pt"
+
+
+def training_dialogues(cfg, seed: int, vocabulary, exclude, kitchen_file: str = "",
+                       progress: bool = True, held_out: bool = False):
+    """The run's dialogues: in ``kitchen_file``'s kitchen when one is given (specialising an
+    adapter to a user's kitchen), else ``data.many_kitchens`` of them in random kitchens and
+    the rest in the built-in one. ``held_out``: 100 of another seed (at most as many as the
+    run trains on), for the held-out check."""
+    from saycan_ros.learning.kitchens import (ManyKitchenGenerator, kitchen_lexicon,
+                                              load_kitchen_lexicon)
+    from saycan_ros.learning.planner_data import PlanDataGenerator, load_lexicon
+    data = cfg.data
+    n = min(100, data.dialogues) if held_out else data.dialogues
+    seed = seed + data.seed_offset + (1_000_003 if held_out else 0)
+    kitchen, skills = vocabulary.kitchen, vocabulary.skills
+    if kitchen_file:
+        lexicon = kitchen_lexicon(kitchen, load_kitchen_lexicon())
+    else:
+        lexicon = load_lexicon(kitchen, languages_path=None if data.languages else False)
+    builtin = PlanDataGenerator(kitchen, skills, lexicon, seed=seed, exclude=exclude,
+                                scene_refresh=data.scene_refresh,
+                                family_weights=None if held_out else data.family_weights)
+    generator = builtin
+    if data.many_kitchens > 0 and not kitchen_file:
+        generator = ManyKitchenGenerator(load_kitchen_lexicon(), seed=seed + 17, exclude=exclude,
+                                         scene_refresh=data.scene_refresh, builtin=builtin,
+                                         builtin_share=1 - data.many_kitchens,
+                                         per_kitchen=data.per_kitchen,
+                                         family_weights=data.family_weights)
+    with tqdm(total=n, desc="planner dialogues", disable=not progress or held_out) as bar:
+        return generator.dialogues(n, progress=bar)
+
+
 def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
-                  progress: bool = True) -> dict:
-    """Train the adapter; returns the record (also written beside it)."""
+                  progress: bool = True, kitchen_file: str = "", resume: bool = False,
+                  stop_after: int | None = None, init_adapter: str | None = None) -> dict:
+    """Train the adapter; returns the record (also written beside it). ``kitchen_file``: train
+    on that kitchen's dialogues (continue the shipped adapter there with ``init_adapter``).
+    Every ``train.checkpoint_every`` steps the LoRA weights, the optimiser and the random
+    states go to ``<out>/checkpoint.pt``; ``resume`` continues from it to the same adapter an
+    uninterrupted run gives. ``stop_after``: stop after that many steps (a test's interruption),
+    leaving the checkpoint and no adapter. ``init_adapter``: continue that adapter (a folder
+    under models/ or a path; "" = a fresh LoRA) instead of the config's."""
     from peft import LoraConfig, get_peft_model
 
     from saycan_ros.core.config import config_dir
-    from saycan_ros.learning.planner_data import (DATA_VERSION, PlanDataGenerator,
-                                                  load_lexicon, heldout_instructions)
+    from saycan_ros.learning.planner_data import DATA_VERSION, heldout_instructions
     from saycan_ros.llm.models import load_causal_lm
     from saycan_ros.llm.transformers_backend import leading_special_ids
     from saycan_ros.planning.prompt import load_prompt
     from saycan_ros.planning.vocabulary import load_vocabulary
 
     cfg = with_overrides(PlannerAdapterConfig.load(config_path), overrides)
+    if init_adapter is not None:
+        import dataclasses
+        cfg = dataclasses.replace(cfg, init_adapter=init_adapter)
     device = resolve_device(cfg.train.device)
     precision = resolve_precision(cfg.train.precision, device)
     torch.set_num_threads(cfg.train.threads)
     out = Path(out) if out else models_dir() / ADAPTER_DIRS.get(cfg.base_model, "planner_adapter")
     started = time.perf_counter()
 
-    vocabulary = load_vocabulary()
+    vocabulary = load_vocabulary(kitchen_file)
     prompt = load_prompt(cfg.prompt)
     prompt.check_against(vocabulary.skills)
-    lexicon = load_lexicon(vocabulary.kitchen,
-                           languages_path=None if cfg.data.languages else False)
-    generator = PlanDataGenerator(vocabulary.kitchen, vocabulary.skills, lexicon,
-                                  seed=seed + cfg.data.seed_offset,
-                                  exclude=heldout_instructions(config_dir(), vocabulary.kitchen),
-                                  scene_refresh=cfg.data.scene_refresh,
-                                  family_weights=cfg.data.family_weights)
-    with tqdm(total=cfg.data.dialogues, desc="planner dialogues", disable=not progress) as bar:
-        dialogues = generator.dialogues(cfg.data.dialogues, progress=bar)
+    exclude = heldout_instructions(config_dir(), load_vocabulary().kitchen)
+    dialogues = training_dialogues(cfg, seed, vocabulary, exclude, kitchen_file, progress)
 
     torch.manual_seed(seed)
     model, tokenizer, _ = load_causal_lm(cfg.base_model, "float32")
@@ -179,9 +216,15 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
     schedule = [b for _ in range(cfg.train.epochs) for b in _batches(examples, cfg.train.batch_size, rng)]
     total = len(schedule)
     peft_model.train()
-    losses, tokens = [], 0
-    bar = tqdm(schedule, desc="train planner", unit="batch", disable=not progress)
-    for step, index in enumerate(bar):
+    losses, tokens, first = [], 0, 0
+    checkpoint = out / CHECKPOINT
+    if resume and checkpoint.is_file():
+        first, losses, tokens = _load_checkpoint(checkpoint, params, optimiser, cfg, seed)
+    bar = tqdm(range(first, total), desc="train planner", unit="batch", disable=not progress)
+    for step in bar:
+        index = schedule[step]
+        if stop_after is not None and step >= stop_after:
+            return {"stopped_at": step, "checkpoint": str(checkpoint)}
         for group in optimiser.param_groups:
             group["lr"] = cfg.train.lr * cosine_lr(step, total, cfg.train.warmup)
         ids, mask, flags = (t.to(device) for t in _collate(examples, index, pad_id))
@@ -194,16 +237,14 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
         losses.append(loss.item())
         tokens += int(mask.sum())
         bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3f}")
+        if (step + 1) % cfg.train.checkpoint_every == 0 and step + 1 < total:
+            _save_checkpoint(checkpoint, step + 1, params, optimiser, losses, tokens, cfg, seed)
     train_seconds = time.perf_counter() - started
 
     # held out: dialogues of another generator seed, top-1 of each option token (teacher forced)
     peft_model.eval()
-    held = PlanDataGenerator(vocabulary.kitchen, vocabulary.skills, lexicon,
-                             seed=seed + cfg.data.seed_offset + 1_000_003,
-                             exclude=heldout_instructions(config_dir(), vocabulary.kitchen),
-                             scene_refresh=cfg.data.scene_refresh)
-    held_examples = [seq for d in held.dialogues(100)
-                     for seq in encode_dialogue(tokenizer, prompt, d, bos)]
+    held = training_dialogues(cfg, seed, vocabulary, exclude, kitchen_file, held_out=True)
+    held_examples = [seq for d in held for seq in encode_dialogue(tokenizer, prompt, d, bos)]
     correct = count = 0
     held_loss = 0.0
     with torch.no_grad(), autocast(precision, device):
@@ -236,4 +277,34 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
         "trained_at": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
     (out / RECORD).write_text(json.dumps(record, indent=1), encoding="utf-8")
+    checkpoint.unlink(missing_ok=True)
     return record
+
+
+def _save_checkpoint(path: Path, step: int, params, optimiser, losses, tokens, cfg, seed) -> None:
+    """Everything the rest of the run depends on, written atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {"step": step, "params": [p.detach().clone() for p in params],
+             "optimiser": optimiser.state_dict(), "losses": list(losses), "tokens": tokens,
+             "torch_rng": torch.get_rng_state(), "config": to_dict(cfg), "seed": seed}
+    if torch.cuda.is_available():
+        state["cuda_rng"] = torch.cuda.get_rng_state_all()
+    tmp = path.with_suffix(".tmp")
+    torch.save(state, tmp)
+    tmp.replace(path)
+
+
+def _load_checkpoint(path: Path, params, optimiser, cfg, seed) -> tuple[int, list, int]:
+    from saycan_ros.core.config import ConfigError
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if state.get("config") != to_dict(cfg) or state.get("seed") != seed:
+        raise ConfigError(f"{path}: the checkpoint is of another configuration or seed; "
+                          "delete it or run with the settings it was made with")
+    with torch.no_grad():
+        for p, saved in zip(params, state["params"]):
+            p.copy_(saved.to(p.device))
+    optimiser.load_state_dict(state["optimiser"])
+    torch.set_rng_state(state["torch_rng"])
+    if "cuda_rng" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda_rng"])
+    return int(state["step"]), list(state["losses"]), int(state["tokens"])

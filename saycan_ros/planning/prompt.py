@@ -7,7 +7,7 @@ Each candidate skill is scored as the ``option`` text that would follow.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -77,6 +77,22 @@ class DialoguePrompt:
             if example.steps[-1] != terminate:
                 raise ConfigError(f"prompt example {example.instruction!r} must end with "
                                   f"{terminate!r}")
+
+    def fitted_to(self, skills: SkillSet, source: str = "the prompt file"
+                  ) -> tuple["DialoguePrompt", list[str]]:
+        """The prompt with only the examples whose steps are all skills of ``skills`` (another
+        kitchen's objects are not), and the instructions of the examples left out. A prompt
+        whose examples all fail keeps none only if it has a preamble; else it is one line
+        naming the file to change."""
+        kept = [e for e in self.examples if all(s in skills for s in e.steps)]
+        dropped = [e.instruction for e in self.examples if e not in kept]
+        if self.examples and not kept and not self.preamble.strip():
+            raise ConfigError(f"{source}: none of its {len(self.examples)} examples uses only "
+                              "this kitchen's skills; write examples for your kitchen there (or "
+                              "plan with the planner adapter, whose prompt needs none)")
+        fitted = replace(self, examples=tuple(kept))
+        fitted.check_against(skills)
+        return fitted, dropped
 
 
 def prompt_from_dict(data: Mapping) -> DialoguePrompt:

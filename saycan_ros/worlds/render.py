@@ -27,15 +27,16 @@ def demo_skills(sim) -> list[str]:
             f"put down the {name}"]
 
 
-def render_kitchen(path: str | Path, seed: int = 0, init=None) -> str:
+def render_kitchen(path: str | Path, seed: int = 0, init=None, kitchen_file: str = "") -> str:
     """Render the kitchen to ``path``: a ``.png`` picture of the start state, or an ``.mp4`` of a
     scripted errand (find an object, pick it up, bring it to the user, put it down).
-    ``init`` is a task init (mapping or TaskInit). Returns a one-line summary."""
+    ``init`` is a task init (mapping or TaskInit); ``kitchen_file`` another kitchen than the
+    built-in one. Returns a one-line summary."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".png", ".mp4"):
         raise ValueError(f"render to a .png or .mp4 file, not {path.name!r}")
-    kitchen = load_kitchen()
+    kitchen = load_kitchen(kitchen_file or None)
     if suffix == ".png":
         world = KitchenWorld(kitchen, seed=seed)
         world.reset(init, seed=seed)

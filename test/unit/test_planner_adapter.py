@@ -133,9 +133,9 @@ def test_family_weights_change_the_mix_and_bad_ones_are_refused(kitchen, skills,
 
 
 def test_no_test_instruction_in_any_prompt_pool_or_corpus(kitchen, corpus):
-    tests = {normalise(t) for t in heldout_instructions(CONFIG, kitchen, TEST_SETS)}
+    tests = {normalise(t) for t in heldout_instructions(CONFIG, kitchen, TEST_SETS, False)}
     assert len(tests) > 100
-    dev = {normalise(t) for t in heldout_instructions(CONFIG, kitchen, ("tasks_dev.yaml",))}
+    dev = {normalise(t) for t in heldout_instructions(CONFIG, kitchen, ("tasks_dev.yaml",), False)}
     assert len(dev) > 150
     # the development set measures generalisation too: no dev instruction is trained on
     assert not {normalise(d.instruction) for d in corpus} & dev
@@ -148,6 +148,11 @@ def test_no_test_instruction_in_any_prompt_pool_or_corpus(kitchen, corpus):
     seen["training corpus"] = {normalise(d.instruction) for d in corpus}
     for where, texts in seen.items():
         assert not texts & tests, (where, sorted(texts & tests))
+    # nor a task of a development kitchen: they measure kitchens never trained on
+    kitchens = {normalise(t) for t in heldout_instructions(CONFIG, kitchen, ())}
+    assert len(kitchens) >= 120
+    for where, texts in {**seen, "tasks_dev.yaml": dev}.items():
+        assert not texts & kitchens, (where, sorted(texts & kitchens))
 
 
 def test_normalise_keeps_letters_of_every_script():
@@ -278,17 +283,36 @@ def test_a_new_scene_line_starts_a_new_training_sequence(start_scene, refreshed)
 
 
 # -- training and the shipped adapter ----------------------------------------------------------
-def _tiny_train(tmp_path, seed, name):
+def _tiny_train(tmp_path, seed, name, **options):
     from saycan_ros.learning.train_planner import train_planner
     from saycan_ros.learning.configuration_planner import PlannerAdapterConfig
     out = tmp_path / name
     config = tmp_path / f"{name}.yaml"        # the shipped recipe, from a fresh LoRA
     config.write_text(yaml.safe_dump({"planner": PlannerAdapterConfig.load().to_dict()
                                       | {"init_adapter": ""}}))
+    overrides = {"data.dialogues": 4, "train.batch_size": 2, "data.languages": False,
+                 "train.device": "cpu", **options.pop("overrides", {})}
     train_planner(config, seed=seed, out=out, progress=False,   # bit-equal reruns: the CPU's claim
-                  overrides={"data.dialogues": 4, "train.batch_size": 2, "data.languages": False,
-                             "train.device": "cpu"})
+                  overrides=overrides, **options)
     return out
+
+
+@pytest.mark.timeout(600)
+def test_a_resumed_run_gives_the_adapter_of_an_uninterrupted_one(tmp_path):
+    """Interrupted after a step (checkpoint every step), then resumed: the same weights as a
+    run straight through, on a mix of random kitchens and the built-in one."""
+    from safetensors.torch import load_file
+    options = {"data.many_kitchens": 0.5, "train.checkpoint_every": 1}
+    whole = _tiny_train(tmp_path, 0, "whole", overrides=options)
+    stopped = _tiny_train(tmp_path, 0, "cut", overrides=options, stop_after=1)
+    assert (stopped / "checkpoint.pt").is_file() and not (stopped / "planner.json").exists()
+    resumed = _tiny_train(tmp_path, 0, "cut", overrides=options, resume=True)
+    a = load_file(str(whole / "adapter_model.safetensors"))
+    b = load_file(str(resumed / "adapter_model.safetensors"))
+    assert all(bool((a[k] == b[k]).all()) for k in a)
+    assert not (resumed / "checkpoint.pt").exists()
+    record = json.loads((resumed / "planner.json").read_text())
+    assert record["config"]["data"]["many_kitchens"] == 0.5
 
 
 @pytest.mark.timeout(600)
@@ -469,3 +493,20 @@ def test_a_prompt_scene_other_than_true_false_or_step_is_refused():
         with pytest.raises(ConfigError, match="'scene' must be true, false or step"):
             prompt_from_dict({"preamble": "Robot: hi.", "examples": [], "scene": bad})
     assert prompt_from_dict({"preamble": "Robot: hi.", "examples": [], "scene": "step"}).scene_refresh
+
+
+@needs_adapter
+@pytest.mark.timeout(900)
+def test_eval_plans_in_a_kitchen_given_only_as_a_file(tmp_path, capsys):
+    """`saycan eval --kitchen FILE` end to end with the real model and adapter: three tasks of a
+    development kitchen (names no training data holds) planned right."""
+    from saycan_ros.cli.main import main
+    dev = Path(__file__).resolve().parents[2] / "config" / "dev_kitchens"
+    out = tmp_path / "eval.json"
+    assert main(["eval", "--kitchen", str(dev / "workshop.yaml"), "--tasks",
+                 str(dev / "workshop_tasks.yaml"), "--families", "nl_single", "--limit", "3",
+                 "--json", str(out)]) == 0
+    report = json.loads(out.read_text())[0]
+    assert [t["plan_success"] for t in report["tasks_detail"]] == [True] * 3, report
+    assert main(["eval", "--kitchen", str(tmp_path / "missing.yaml")]) == 2
+    assert "--kitchen" in capsys.readouterr().err

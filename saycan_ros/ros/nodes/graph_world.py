@@ -37,7 +37,7 @@ class NodeGraphWorld:
     def __init__(self, kitchen: Kitchen | None = None, skills: SkillSet | None = None,
                  domain_id: int | None = None, log_dir: str | None = None,
                  skill_timeout_s: float = 120.0, ready_timeout_s: float = 60.0,
-                 pick_params: dict | None = None):
+                 pick_params: dict | None = None, kitchen_file: str = ""):
         os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
         import rclpy
         from rclpy.parameter import Parameter
@@ -51,7 +51,7 @@ class NodeGraphWorld:
         from saycan_ros.planning.skill_registry import load_registry
         from saycan_ros.srv import GetWorldState, ResetWorld
 
-        self.kitchen = kitchen or load_kitchen()
+        self.kitchen = kitchen or load_kitchen(kitchen_file or None)
         self.skills = skills or load_skills(self.kitchen)
         self.skill_timeout_s = float(skill_timeout_s)
         self.domain_id = int(os.environ.get("ROS_DOMAIN_ID") or 0) if domain_id is None \
@@ -59,14 +59,17 @@ class NodeGraphWorld:
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="saycan_nodes_"))
         env = dict(os.environ, ROS_DOMAIN_ID=str(self.domain_id))
         self._log = open(self.log_dir / "kitchen_sim.log", "w")
-        self.sim = subprocess.Popen([sys.executable, "-m", "saycan_ros.ros.nodes.kitchen_sim_node"],
+        sim_args = ["--ros-args", "-p", f"kitchen:={kitchen_file}"] if kitchen_file else []
+        self.sim = subprocess.Popen([sys.executable, "-m", "saycan_ros.ros.nodes.kitchen_sim_node",
+                                     *sim_args],
                                     env=env, stdout=self._log, stderr=subprocess.STDOUT)
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=self.domain_id)
-        self.nodes = [NavigateSkillNode(context=self.context),
-                      PickSkillNode(context=self.context, parameter_overrides=[
+        where = [Parameter("kitchen_file", value=kitchen_file)] if kitchen_file else []
+        self.nodes = [NavigateSkillNode(context=self.context, parameter_overrides=where),
+                      PickSkillNode(context=self.context, parameter_overrides=where + [
                           Parameter(k, value=v) for k, v in (pick_params or {}).items()]),
-                      PlaceSkillNode(context=self.context)]
+                      PlaceSkillNode(context=self.context, parameter_overrides=where)]
         self.client = rclpy.create_node("saycan_eval_world", context=self.context)
         self.spinning = InProcessGraph.spinning(threads=8, context=self.context)
         for node in (*self.nodes, self.client):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -116,12 +117,27 @@ def learned_value_available(weights: str = "") -> bool:
         return False
 
 
-def sim_eval_setup(pick: str = "auto", affordance_file: str = "") -> tuple[str, str]:
+def learned_pick_unseen(kitchen, weights: str = "") -> list[str]:
+    """The kitchen's objects the BC pick policy was never trained to pick (its record's
+    ``skills``); all of them when the record is missing."""
+    import json
+    record = Path(pick_weights(weights)).with_suffix(".json")
+    try:
+        trained = set(json.loads(record.read_text(encoding="utf-8")).get("skills") or ())
+    except (OSError, ValueError):
+        trained = set()
+    return [name for name in kitchen.objects if f"pick up the {name}" not in trained]
+
+
+def sim_eval_setup(pick: str = "auto", affordance_file: str = "", kitchen=None
+                   ) -> tuple[str, str]:
     """(pick mode, affordance file) of ``saycan eval --world sim``: the learned pick policy
     and the value-function affordances (``config/affordance_sim.yaml``) when their weights are
-    there (``auto``), else the scripted expert and ``affordance_file`` (or the default)."""
+    there and were trained on every object of ``kitchen`` (``auto``), else the scripted
+    expert and ``affordance_file`` (or the default)."""
     if pick == "auto":
-        pick = "learned" if learned_pick_available() else "expert"
+        known = kitchen is None or not learned_pick_unseen(kitchen)
+        pick = "learned" if learned_pick_available() and known else "expert"
     if not affordance_file and pick == "learned" and learned_value_available():
         affordance_file = "affordance_sim.yaml"
     return pick, affordance_file
