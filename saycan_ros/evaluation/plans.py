@@ -162,6 +162,8 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
     language = LocalLanguage(language_scorer)
     backend = getattr(language_scorer, "backend", None)
     affordance = LocalAffordance(affordance_scorer, None, skills)   # its world is set per task
+    # the scene line says what objects are when the scorer's prompt was made that way
+    details = getattr(getattr(language_scorer, "prompt", None), "scene_details", False)
     plan_strategy = make_strategy(strategy, language, affordance, resources=resources,
                                   **(strategy_options or {}))
     for index, task in enumerate(tqdm(tasks, desc=f"eval {strategy}", unit="task",
@@ -174,7 +176,7 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
         planner = Planner(skills, plan_strategy, executor,
                           max_steps=max_steps, observe=lambda: observation_of(here),
                           max_failures=max_failures,
-                          describe=lambda: scene_of(kitchen, here.snapshot()),
+                          describe=lambda: scene_of(kitchen, here.snapshot(), details),
                           refresh_scene=getattr(language_scorer, "refreshes_scene", False))
         before = backend.stats.snapshot() if backend is not None else None
         started = time.perf_counter()

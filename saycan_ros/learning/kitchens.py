@@ -128,14 +128,14 @@ class ManyKitchenGenerator:
                  scene_refresh: bool = False, builtin: PlanDataGenerator | None = None,
                  builtin_share: float = 0.0, per_kitchen: int = 4,
                  family_weights: Mapping[str, float] | None = None,
-                 skills_file: str | None = None):
+                 skills_file: str | None = None, scene_details: bool = False):
         self.lexicon, self.rng = lexicon, random.Random(seed)
         self.exclude, self.scene_refresh = list(exclude), scene_refresh
         self.builtin, self.builtin_share = builtin, builtin_share
         self.per_kitchen = max(1, per_kitchen)
         self.family_weights = {f: w for f, w in (family_weights or {}).items()
                                if f in MANY_KITCHEN_FAMILIES}
-        self.skills_file = skills_file
+        self.skills_file, self.scene_details = skills_file, scene_details
 
     def _kitchen_generator(self) -> PlanDataGenerator:
         kitchen = random_kitchen(self.lexicon, self.rng)
@@ -145,7 +145,8 @@ class ManyKitchenGenerator:
                    if f in MANY_KITCHEN_FAMILIES}
         return PlanDataGenerator(kitchen, skills, kitchen_lexicon(kitchen, self.lexicon),
                                  seed=self.rng.randrange(2**31), exclude=self.exclude,
-                                 scene_refresh=self.scene_refresh, family_weights=weights)
+                                 scene_refresh=self.scene_refresh, family_weights=weights,
+                                 scene_details=self.scene_details)
 
     def dialogues(self, n: int, progress=None) -> list[Dialogue]:
         out: list[Dialogue] = []

@@ -132,10 +132,11 @@ class PlanDataGenerator:
 
     def __init__(self, kitchen: Kitchen, skills: SkillSet, lexicon: Lexicon, seed: int = 0,
                  exclude: Iterable[str] = (), scene_refresh: bool = False,
-                 family_weights: Mapping[str, float] | None = None):
+                 family_weights: Mapping[str, float] | None = None, scene_details: bool = False):
         self.kitchen, self.skills, self.lex = kitchen, skills, lexicon
         self.family_weights = {**FAMILY_WEIGHTS, **(family_weights or {})}   # the training mix
         self.scene_refresh = scene_refresh     # scene lines as Planner(refresh_scene=True) sends
+        self.scene_details = scene_details     # ... with what each object is (prompt scene_details)
         self.rng = random.Random(seed)
         self.exclude = {normalise(t) for t in exclude}
         #: where "throw away" leads (a kitchen without one: those requests are never drawn)
@@ -195,7 +196,7 @@ class PlanDataGenerator:
         steps = tuple(steps) + (self.skills.terminate.text,)
         return Dialogue(text, family, language, init, goal, steps,
                         _scenes_along(self.kitchen, world, steps, self.skills,
-                                      self.scene_refresh))
+                                      self.scene_refresh, self.scene_details))
 
     # -- start states ------------------------------------------------------------------------
     def _random_init(self, family: str) -> TaskInit:
@@ -750,19 +751,19 @@ def _replays_to(goal: GoalExpr, world: SymbolicWorld, steps: Sequence[str],
 
 
 def _scenes_along(kitchen: Kitchen, world: SymbolicWorld, steps: Sequence[str],
-                  skills: SkillSet, refresh: bool) -> tuple[str, ...]:
+                  skills: SkillSet, refresh: bool, details: bool = False) -> tuple[str, ...]:
     """The scene line before each step, as the planner shows it while the plan runs: read at
     the start and, with ``refresh``, again after every step that
     :func:`~saycan_ros.planning.scene.changes_scene`."""
     from saycan_ros.core.solver import clone_world
     replay = clone_world(world)
-    scenes = [scene_of(kitchen, replay)]
+    scenes = [scene_of(kitchen, replay, details)]
     if not refresh:
         return tuple(scenes) * len(steps)
     for text in steps[:-1]:
         skill = skills.get(text)
         replay.execute(skill)
-        scenes.append(scene_of(kitchen, replay) if changes_scene(skill) else scenes[-1])
+        scenes.append(scene_of(kitchen, replay, details) if changes_scene(skill) else scenes[-1])
     return tuple(scenes)
 
 

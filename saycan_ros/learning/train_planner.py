@@ -125,7 +125,7 @@ CHECKPOINT = "checkpoint.pt"
 
 
 def training_dialogues(cfg, seed: int, vocabulary, exclude, kitchen_file: str = "",
-                       progress: bool = True, held_out: bool = False):
+                       progress: bool = True, held_out: bool = False, scene_details: bool = False):
     """The run's dialogues: in ``kitchen_file``'s kitchen when one is given (specialising an
     adapter to a user's kitchen), else ``data.many_kitchens`` of them in random kitchens and
     the rest in the built-in one. ``held_out``: 100 of another seed (at most as many as the
@@ -143,14 +143,16 @@ def training_dialogues(cfg, seed: int, vocabulary, exclude, kitchen_file: str = 
         lexicon = load_lexicon(kitchen, languages_path=None if data.languages else False)
     builtin = PlanDataGenerator(kitchen, skills, lexicon, seed=seed, exclude=exclude,
                                 scene_refresh=data.scene_refresh,
-                                family_weights=None if held_out else data.family_weights)
+                                family_weights=None if held_out else data.family_weights,
+                                scene_details=scene_details)
     generator = builtin
     if data.many_kitchens > 0 and not kitchen_file:
         generator = ManyKitchenGenerator(load_kitchen_lexicon(), seed=seed + 17, exclude=exclude,
                                          scene_refresh=data.scene_refresh, builtin=builtin,
                                          builtin_share=1 - data.many_kitchens,
                                          per_kitchen=data.per_kitchen,
-                                         family_weights=data.family_weights)
+                                         family_weights=data.family_weights,
+                                         scene_details=scene_details)
     with tqdm(total=n, desc="planner dialogues", disable=not progress or held_out) as bar:
         return generator.dialogues(n, progress=bar)
 
@@ -188,7 +190,8 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
     prompt = load_prompt(cfg.prompt)
     prompt.check_against(vocabulary.skills)
     exclude = heldout_instructions(config_dir(), load_vocabulary().kitchen)
-    dialogues = training_dialogues(cfg, seed, vocabulary, exclude, kitchen_file, progress)
+    dialogues = training_dialogues(cfg, seed, vocabulary, exclude, kitchen_file, progress,
+                                   scene_details=prompt.scene_details)
 
     torch.manual_seed(seed)
     model, tokenizer, _ = load_causal_lm(cfg.base_model, "float32")
@@ -243,7 +246,8 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
 
     # held out: dialogues of another generator seed, top-1 of each option token (teacher forced)
     peft_model.eval()
-    held = training_dialogues(cfg, seed, vocabulary, exclude, kitchen_file, held_out=True)
+    held = training_dialogues(cfg, seed, vocabulary, exclude, kitchen_file, held_out=True,
+                              scene_details=prompt.scene_details)
     held_examples = [seq for d in held for seq in encode_dialogue(tokenizer, prompt, d, bos)]
     correct = count = 0
     held_loss = 0.0

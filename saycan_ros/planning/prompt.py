@@ -31,6 +31,9 @@ class DialoguePrompt:
     #: ``scene: step``: the scene line is read again after each put-down (the planner's
     #: ``refresh_scene``), for an adapter trained that way; ``true`` shows the start's only.
     scene_refresh: bool = False
+    #: ``scene_details: true``: the scene line says what each object is (the kitchen file's
+    #: attributes) and where trash goes (:func:`~saycan_ros.planning.scene.scene_line`).
+    scene_details: bool = False
 
     def prefix(self) -> str:
         parts = [self.preamble.strip() + "\n"] if self.preamble.strip() else []
@@ -119,8 +122,12 @@ def prompt_from_dict(data: Mapping) -> DialoguePrompt:
             or not 0.05 <= temperature <= 20:
         raise ConfigError(f"prompt config: 'temperature' must be a number in [0.05, 20], "
                           f"got {temperature!r}")
+    details = data.get("scene_details", False)
+    if not isinstance(details, bool):
+        raise ConfigError("prompt config: 'scene_details' must be true or false")
     return DialoguePrompt(str(data.get("preamble", "")), tuple(parsed), bool(scene),
-                          float(temperature), scene_refresh=scene == "step")
+                          float(temperature), scene_refresh=scene == "step",
+                          scene_details=details)
 
 
 def load_prompt(path: str | Path | None = None) -> DialoguePrompt:

@@ -23,24 +23,32 @@ SCENE_TAG = "Scene:"
 
 
 def scene_line(kitchen: Kitchen, robot_at: str | None, holding: str | None,
-               objects: Mapping[str, str]) -> str:
+               objects: Mapping[str, str], details: bool = False) -> str:
     """The scene line for a state; objects are listed per location in the kitchen's order
-    (locations without objects are left out; absent objects are simply not named)."""
+    (locations without objects are left out; absent objects are simply not named).
+    ``details``: each object followed by what the kitchen file says it is ("croissant
+    (pastry, buttery)"), and where things are thrown away."""
+    def named(name: str) -> str:
+        about = kitchen.objects[name].about if details and name in kitchen.objects else ""
+        return f"{name} ({about})" if about else name
+
     where = f"robot at the {robot_at}" if robot_at else "robot position unknown"
-    hand = f"holding the {holding}" if holding else "holding nothing"
+    hand = f"holding the {named(holding)}" if holding else "holding nothing"
     parts = [f"{SCENE_TAG} {where}, {hand}."]
     for location in kitchen.locations:
-        here = [o for o in kitchen.objects if objects.get(o) == location]
+        here = [named(o) for o in kitchen.objects if objects.get(o) == location]
         if here:
             parts.append(f"{location}: {', '.join(here)}.")
+    if details and kitchen.disposal:
+        parts.append(f"Trash goes in the {kitchen.disposal}.")
     return " ".join(parts)
 
 
-def scene_of(kitchen: Kitchen, state) -> str:
+def scene_of(kitchen: Kitchen, state, details: bool = False) -> str:
     """:func:`scene_line` of anything with ``robot_at``, ``holding`` and ``objects`` (a world,
     a snapshot); the held object's GRIPPER entry is shown as "holding"."""
     objects = {o: at for o, at in dict(state.objects).items() if at != GRIPPER}
-    return scene_line(kitchen, state.robot_at, state.holding, objects)
+    return scene_line(kitchen, state.robot_at, state.holding, objects, details)
 
 
 #: Skill kinds after which the planner reads the scene line again.

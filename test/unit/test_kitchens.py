@@ -165,3 +165,29 @@ def test_every_node_that_reads_the_kitchen_gets_it_from_saycan_run():
     params = node_params(args, "/k.yaml")
     assert {n for n, p in params.items() if p.get("kitchen_file") == "/k.yaml"} == {
         "llm_scorer", "affordance", "skill_executor", "planner"}
+
+
+def test_the_detailed_scene_line_says_what_objects_are_and_where_trash_goes():
+    from saycan_ros.core.world import SymbolicWorld
+    from saycan_ros.planning.scene import scene_of
+    kitchen = load_kitchen(WORKSHOP)
+    world = SymbolicWorld(kitchen)
+    plain, detailed = scene_of(kitchen, world), scene_of(kitchen, world, details=True)
+    assert "flashlight (tool, gives light)" in detailed and "(" not in plain
+    assert detailed.endswith("Trash goes in the scrap bin.")
+    assert detailed.replace(" (tool, gives light)", "").startswith(plain.split(" workbench:")[0])
+    builtin = load_kitchen()        # no attributes: only where trash goes is added
+    assert scene_of(builtin, SymbolicWorld(builtin), details=True) == \
+        scene_of(builtin, SymbolicWorld(builtin)) + " Trash goes in the trash can."
+
+
+def test_a_prompt_asks_for_the_detailed_scene_and_training_data_follows_it(lexicon):
+    from saycan_ros.planning.prompt import load_prompt, prompt_from_dict
+    assert load_prompt("prompt_adapter_step_details.yaml").scene_details
+    assert not load_prompt("prompt_adapter_step.yaml").scene_details
+    with pytest.raises(ConfigError, match="scene_details"):
+        prompt_from_dict({"preamble": "x", "examples": [], "scene_details": "yes"})
+    generator = ManyKitchenGenerator(lexicon, seed=1, scene_refresh=True, scene_details=True)
+    scenes = [d.scene for d in generator.dialogues(20)]
+    assert all("Trash goes in the" in s for s in scenes)
+    assert sum("(" in s for s in scenes) >= 15          # lexicon objects carry their words

@@ -59,6 +59,7 @@ DEFAULTS = {
     "refresh_scene": True,         # scene line re-read after each put-down (the default adapter's
                                    # prompt is scene: step; false for a scene: true adapter)
     "prune": True,                 # saycan: the LLM scores only skills whose affordance is > 0
+    "scene_details": False,        # the scene line says what objects are (prompt scene_details)
 }
 DESCRIPTIONS = {
     "strategy": "how the next skill is chosen: saycan (LLM x affordance) or no_vf (LLM only)",
@@ -77,6 +78,8 @@ DESCRIPTIONS = {
     "prune": "saycan: ask the language scorer only for the skills whose affordance is above 0 "
              "(the same choice, fewer tokens; the others are published with llm NaN and "
              "pruned true); false: every skill is scored",
+    "scene_details": "the scene line names what each object is (the kitchen file's attributes) "
+                     "and where trash goes, for an adapter whose prompt has scene_details: true",
 }
 
 
@@ -386,7 +389,7 @@ class PlannerNode(Node):
             return ""
         return scene_line(self.kitchen, state.get("robot_at"), state.get("holding"),
                           {o: at for o, at in (state.get("objects") or {}).items()
-                           if at != GRIPPER})
+                           if at != GRIPPER}, bool(self.params["scene_details"]))
 
     def _on_decision(self, instruction: str, record: StepRecord) -> None:
         now = self.get_clock().now().to_msg()
