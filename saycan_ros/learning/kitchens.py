@@ -60,6 +60,9 @@ def load_kitchen_lexicon(path: str | Path | None = None,
                                  tuple(data["disposals"]), base)
     except (KeyError, TypeError, AttributeError) as exc:
         raise ConfigError(f"{source}: missing or malformed section {exc}") from None
+    for name, attributes in data["objects"].items():
+        if not isinstance(attributes, list) or not all(isinstance(a, str) for a in attributes):
+            raise ConfigError(f"{source}: objects.{name}: expected a list of attribute keys")
     for name, attributes in lexicon.objects.items():
         unknown = set(attributes) - set(categories)
         if unknown:

@@ -191,3 +191,16 @@ def test_a_prompt_asks_for_the_detailed_scene_and_training_data_follows_it(lexic
     scenes = [d.scene for d in generator.dialogues(20)]
     assert all("Trash goes in the" in s for s in scenes)
     assert sum("(" in s for s in scenes) >= 15          # lexicon objects carry their words
+
+
+def test_a_malformed_lexicon_entry_is_one_line_naming_it(tmp_path):
+    bad = tmp_path / "lexicon.yaml"
+    data = yaml.safe_load((CONFIG / "planner_lexicon.yaml").read_text(encoding="utf-8"))
+    data["objects"]["banana"] = "fruit"
+    bad.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match="objects.banana: expected a list"):
+        load_kitchen_lexicon(bad)
+    data["objects"]["banana"] = ["fruit", "fruity_thing"]
+    bad.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match=r"objects.banana: unknown attributes \['fruity_thing'\]"):
+        load_kitchen_lexicon(bad)
