@@ -44,14 +44,17 @@ def _bench_scoring(args) -> int:
     steps = record_steps(args.bench_tasks, args.tasks or "tasks_dev.yaml", scorer=default,
                          kitchen_file=kitchen_file)
     try:
-        backend = default.backend if args.model == DEFAULT_MODEL and args.adapter == "auto" \
-            else TransformersBackend(args.model, adapter=str(adapter or ""))
+        default_backend = default.backend if args.model == DEFAULT_MODEL and \
+            args.adapter == "auto" else TransformersBackend(args.model, adapter=str(adapter or ""))
+        plain = TransformersBackend(args.model, adapter=str(adapter or ""), kernels="aten")
         int8 = None if args.no_int8 else TransformersBackend(
             args.model, adapter=str(adapter or ""), quantize="int8")
     except (ValueError, OSError) as exc:
         print(f"saycan bench scoring: {args.model}: {exc}", file=sys.stderr)
         return 2
-    result = run_scoring_bench(backend, steps, naive_steps=args.naive_steps, int8_backend=int8)
+    kernel = default_backend if default_backend.kernels != "aten" else None
+    result = run_scoring_bench(plain, steps, naive_steps=args.naive_steps, kernel_backend=kernel,
+                               int8_backend=int8)
     if args.json:
         write_json(args.json, result)
     print(format_arms(result))

@@ -3,15 +3,18 @@
 :func:`record_steps` plans a few development tasks in the symbolic world (the default scorer,
 every skill scored) and keeps what the language model saw at each step: the prefix, the query,
 every skill's option text and which skills could run. :func:`run_scoring_bench` then replays
-those steps, in order, through each arm on one loaded model:
+those steps, in order, through each arm (the arms before ``onednn`` on one model loaded with
+``kernels: aten``):
 
 =========  ==============================================================================
 naive      one forward pass per option over the whole text (a sample of the steps)
 flat       packed pass, options concatenated (no trie), the whole query each step
 trie       + the options' common starts shared (a token trie): the plain packed path
 grow       + the context grows with the plan: only its new tokens run, in the same pass
-prune      + only the skills that can run (affordance > 0) are scored: the default
-int8       + dynamic int8 linear layers (a second copy of the model; not the default)
+prune      + only the skills that can run (affordance > 0) are scored
+onednn     + linear layers on oneDNN, weights packed once, projections fused (a second copy
+           of the model, ``kernels: onednn``): the default
+int8       + dynamic int8 linear layers (a third copy of the model; not the default)
 =========  ==============================================================================
 
 Each arm's time is the median over the steps; its choices (argmax of language probability x
@@ -31,10 +34,12 @@ from typing import Any, Sequence
 import numpy as np
 
 #: Cumulative levers, in order (module docstring).
-ARMS = ("naive", "flat", "trie", "grow", "prune", "int8")
+ARMS = ("naive", "flat", "trie", "grow", "prune", "onednn", "int8")
 #: The arm the others' choices and scores are compared with (the plain packed path).
 REFERENCE_ARM = "trie"
-DEFAULT_ARM = "prune"
+DEFAULT_ARM = "onednn"
+#: Arms that score only the skills that can run.
+PRUNED_ARMS = ("prune", "onednn", "int8")
 #: The development-set tasks whose plans make the bench's steps (one per kind of plan).
 BENCH_TASKS = 6
 
@@ -160,7 +165,7 @@ def _run_arm(backend, steps: Sequence[BenchStep], arm: str, bar=None) -> tuple[l
     times, scores = [], []
     try:
         for step in steps:
-            keep = np.asarray(step.runnable) if arm in ("prune", "int8") else \
+            keep = np.asarray(step.runnable) if arm in PRUNED_ARMS else \
                 np.ones(len(step.options), dtype=bool)
             if not keep.any():
                 keep[:] = True
@@ -179,10 +184,12 @@ def _run_arm(backend, steps: Sequence[BenchStep], arm: str, bar=None) -> tuple[l
 
 
 def run_scoring_bench(backend, steps: Sequence[BenchStep], *, naive_steps: int = 3,
-                      int8_backend=None, progress: bool = True) -> dict:
-    """Every arm of :data:`ARMS` over ``steps`` on ``backend`` (a loaded TransformersBackend;
-    ``int8_backend``: the same model with ``quantize="int8"``, or None to leave that arm out).
-    ``naive`` runs on ``naive_steps`` steps spread over the plans (it is ~100x dearer).
+                      kernel_backend=None, int8_backend=None, progress: bool = True) -> dict:
+    """Every arm of :data:`ARMS` over ``steps`` on ``backend`` (a loaded TransformersBackend,
+    best with ``kernels="aten"``); ``kernel_backend``: the same model with ``kernels="onednn"``
+    for that arm, ``int8_backend``: with ``quantize="int8"``; None leaves the arm out (without
+    ``onednn`` the default arm is ``prune``). ``naive`` runs on ``naive_steps`` steps spread over
+    the plans (it is ~100x dearer).
 
     Returns per arm ``{s_per_step (median), mean_s, steps, same_choice, max_abs_diff}`` under
     ``arms``, plus the summary fields ``naive_s_per_step``, ``packed_s_per_step`` (the default
@@ -195,7 +202,8 @@ def run_scoring_bench(backend, steps: Sequence[BenchStep], *, naive_steps: int =
         raise ValueError("naive_steps must be >= 1")
     picks = sorted({round(i * (len(steps) - 1) / max(naive_steps - 1, 1))
                     for i in range(min(naive_steps, len(steps)))})
-    arms = [a for a in ARMS if a != "int8" or int8_backend is not None]
+    other = {"onednn": kernel_backend, "int8": int8_backend}
+    arms = [a for a in ARMS if a not in other or other[a] is not None]
     total = sum(len(picks) if a == "naive" else len(steps) for a in arms) + 1
     bar = tqdm(total=total, desc=f"scoring bench {backend.name}", unit="step",
                disable=not progress, leave=False)
@@ -208,22 +216,23 @@ def run_scoring_bench(backend, steps: Sequence[BenchStep], *, naive_steps: int =
         for arm in arms:
             bar.set_postfix_str(arm)
             chosen = [steps[i] for i in picks] if arm == "naive" else steps
-            results[arm] = _run_arm(int8_backend if arm == "int8" else backend, chosen, arm, bar)
+            results[arm] = _run_arm(other.get(arm) or backend, chosen, arm, bar)
     finally:
         bar.close()
     ref_scores = results[REFERENCE_ARM][1]
     for arm, (times, scores) in results.items():
         ref = [ref_scores[i] for i in picks] if arm == "naive" else ref_scores
         chosen = [steps[i] for i in picks] if arm == "naive" else steps
-        pruned = arm in ("prune", "int8")
+        pruned = arm in PRUNED_ARMS
         same = sum(_choice(s, st, pruned) == _choice(r, st, False)
                    for s, r, st in zip(scores, ref, chosen))
         diffs = [np.nanmax(np.abs(s - r)) for s, r in zip(scores, ref)]
         out[arm] = {"s_per_step": float(np.median(times)), "mean_s": float(np.mean(times)),
                     "steps": len(times), "same_choice": int(same),
                     "max_abs_diff": float(np.max(diffs))}
+    default_arm = DEFAULT_ARM if DEFAULT_ARM in out else "prune"
     naive_s = out["naive"]["s_per_step"]
-    fast_s = out[DEFAULT_ARM]["s_per_step"]
+    fast_s = out[default_arm]["s_per_step"]
     import torch
     return {
         "model": backend.name,
@@ -236,8 +245,9 @@ def run_scoring_bench(backend, steps: Sequence[BenchStep], *, naive_steps: int =
         "packed_s_per_step": fast_s,
         "plain_packed_s_per_step": out[REFERENCE_ARM]["s_per_step"],
         "speedup": naive_s / fast_s if fast_s > 0 else float("inf"),
-        "max_abs_diff": out[DEFAULT_ARM]["max_abs_diff"],
-        "same_top1": out[DEFAULT_ARM]["same_choice"] == len(steps),
+        "default_arm": default_arm,
+        "max_abs_diff": out[default_arm]["max_abs_diff"],
+        "same_top1": out[default_arm]["same_choice"] == len(steps),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
 

@@ -23,6 +23,8 @@ DTYPES = ("float32", "bfloat16")
 #: How the transformers back end scores options (saycan_ros.llm.transformers_backend).
 SCORING_MODES = ("fast", "packed", "naive")
 QUANTIZATIONS = ("none", "int8")
+#: Which kernels run the linear layers (saycan_ros.llm.cpu_kernels): auto = onednn where it can.
+KERNELS = ("auto", "onednn", "aten")
 #: More retrieved examples than this would not fit a small model's context with the scene lines.
 MAX_RETRIEVED = 16
 #: The shipped planner adapter of each base model (a folder of models/; saycan train planner).
@@ -89,6 +91,10 @@ class LLMConfig:
                                     "(one pass per option)", backend="transformers")
     quantize: str = _setting("none", "linear layers: none (as dtype) | int8 (dynamic int8 "
                                      "arithmetic, CPU)", backend="transformers")
+    kernels: str = _setting("auto", "linear-layer kernels: auto (onednn for float32 on the CPU "
+                                    "where torch has it, else aten) | onednn (weights packed "
+                                    "once, projections fused; same fp32 arithmetic) | aten "
+                                    "(torch's default)", backend="transformers")
     adapter: str = _setting("auto", "planner adapter: auto (the shipped one for the model, e.g. "
                                     "models/planner_smollm2; none for a model without one), none "
                                     "(the frozen model with the few-shot prompt), or a folder",
@@ -126,6 +132,9 @@ class LLMConfig:
         if self.quantize not in QUANTIZATIONS:
             out.append(("quantize", f"must be one of {', '.join(QUANTIZATIONS)}, got "
                                     f"{self.quantize!r}"))
+        if self.kernels not in KERNELS:
+            out.append(("kernels", f"must be one of {', '.join(KERNELS)}, got "
+                                   f"{self.kernels!r}"))
         if not 0.0 <= self.prior_weight <= 1.0:
             out.append(("prior_weight", f"must be in [0, 1], got {self.prior_weight:g}"))
         if not 0 <= self.retrieve <= MAX_RETRIEVED:
@@ -198,9 +207,9 @@ class LLMConfig:
         for f in dataclasses.fields(cls):
             if not f.metadata["flag"]:
                 continue
-            extra = {"choices": {"backend": BACKEND_TYPES, "scoring": SCORING_MODES,
-                                 "quantize": QUANTIZATIONS}[f.name]} \
-                if f.name in ("backend", "scoring", "quantize") else {}
+            choices = {"backend": BACKEND_TYPES, "scoring": SCORING_MODES,
+                       "quantize": QUANTIZATIONS, "kernels": KERNELS}
+            extra = {"choices": choices[f.name]} if f.name in choices else {}
             if f.name == "retrieve":
                 extra["metavar"] = "K"
             parser.add_argument("--" + f.name.replace("_", "-"), type=type(f.default),

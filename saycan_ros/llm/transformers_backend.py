@@ -33,6 +33,11 @@ dynamically quantised int8 arithmetic (fbgemm: AVX2, VNNI where present) after t
 merged: about 1.5x faster on an AVX2 CPU, but activation outliers under its per-tensor scale move
 scores by several nats, and some choices with them (docs/results/scoring.md), so it is not the
 default.
+
+``kernels`` picks what runs the linear layers: ``onednn`` packs each weight once and fuses the
+projections that share an input (saycan_ros.llm.cpu_kernels; same fp32 arithmetic, ~1.2x a
+step), ``aten`` is torch's default, ``auto`` (default) is ``onednn`` for a float32 model on the
+CPU where torch has oneDNN and nothing is quantised, else ``aten``.
 """
 
 from __future__ import annotations
@@ -56,7 +61,8 @@ from saycan_ros.llm.backend import (
     validate_generate_args,
     validate_options,
 )
-from saycan_ros.llm.config import QUANTIZATIONS, SCORING_MODES
+from saycan_ros.llm.config import KERNELS, QUANTIZATIONS, SCORING_MODES
+from saycan_ros.llm.cpu_kernels import onednn_available, use_onednn_linear
 from saycan_ros.llm.models import display_name, load_causal_lm
 
 _LOG = logging.getLogger(__name__)
@@ -222,17 +228,18 @@ class TransformersBackend(LanguageBackend):
     """A causal LM run locally with transformers (see the module docstring)."""
 
     CONFIG_KEYS = ("model", "dtype", "threads", "scoring", "quantize", "device", "name",
-                   "max_packed_tokens", "use_model_cache", "adapter")
+                   "max_packed_tokens", "use_model_cache", "adapter", "kernels")
 
     def __init__(self, model: str = "smollm2-135m", *, dtype: str = "float32",
                  threads: int | None = None, scoring: str = "fast", quantize: str = "none",
                  device: str = "cpu", name: str | None = None, max_packed_tokens: int = 4096,
-                 use_model_cache: bool = True, adapter: str = "") -> None:
+                 use_model_cache: bool = True, adapter: str = "", kernels: str = "auto") -> None:
         """``adapter``: a LoRA adapter folder (peft) merged into the model's weights at load,
-        so scoring costs what the bare model costs; "" = the model as shipped. ``scoring`` and
-        ``quantize``: see the module docstring."""
+        so scoring costs what the bare model costs; "" = the model as shipped. ``scoring``,
+        ``quantize`` and ``kernels``: see the module docstring."""
         _check_choice("scoring", scoring, SCORING_MODES)
         _check_choice("quantize", quantize, QUANTIZATIONS)
+        _check_choice("kernels", kernels, KERNELS)
         if threads:
             torch.set_num_threads(int(threads))
         hf_model, tokenizer, info = load_causal_lm(model, dtype, use_cache=use_model_cache)
@@ -240,7 +247,8 @@ class TransformersBackend(LanguageBackend):
             hf_model = merge_adapter(hf_model, adapter)
             name = name or f"{display_name(model)}+{Path(adapter).name}"
         self._init(hf_model, tokenizer, name or display_name(model), scoring=scoring,
-                   device=device, max_packed_tokens=max_packed_tokens, quantize=quantize)
+                   device=device, max_packed_tokens=max_packed_tokens, quantize=quantize,
+                   kernels=kernels)
         self.load_info = info
 
     @classmethod
@@ -251,18 +259,20 @@ class TransformersBackend(LanguageBackend):
     @classmethod
     def from_objects(cls, model, tokenizer, *, name: str = "model", scoring: str = "fast",
                      device: str = "cpu", max_packed_tokens: int = 4096,
-                     quantize: str = "none") -> "TransformersBackend":
-        """Wrap an already loaded model + tokenizer (tests, notebooks)."""
+                     quantize: str = "none", kernels: str = "auto") -> "TransformersBackend":
+        """Wrap an already loaded model + tokenizer (tests, notebooks). ``kernels: onednn``
+        replaces the model's linear layers in place."""
         _check_choice("scoring", scoring, SCORING_MODES)
         _check_choice("quantize", quantize, QUANTIZATIONS)
+        _check_choice("kernels", kernels, KERNELS)
         self = cls.__new__(cls)
         self._init(model, tokenizer, name, scoring=scoring, device=device,
-                   max_packed_tokens=max_packed_tokens, quantize=quantize)
+                   max_packed_tokens=max_packed_tokens, quantize=quantize, kernels=kernels)
         self.load_info = None
         return self
 
     def _init(self, model, tokenizer, name: str, *, scoring: str, device: str,
-              max_packed_tokens: int, quantize: str) -> None:
+              max_packed_tokens: int, quantize: str, kernels: str = "auto") -> None:
         LanguageBackend.__init__(self, name)
         self._lock = threading.RLock()     # one model call at a time (ROS callbacks may overlap)
         self.device = torch.device(device)
@@ -271,6 +281,16 @@ class TransformersBackend(LanguageBackend):
             if self.device.type != "cpu":
                 raise ValueError(f"quantize: int8 runs on the CPU only, not on {device!r}")
             model = quantize_int8(model)
+        if kernels == "auto":
+            kernels = "onednn" if (quantize == "none" and self.device.type == "cpu"
+                                   and model.dtype == torch.float32 and onednn_available()) \
+                else "aten"
+        if kernels == "onednn":
+            if quantize != "none":
+                raise ValueError(f"kernels: onednn runs unquantised weights, not quantize: "
+                                 f"{quantize}")
+            use_onednn_linear(model)
+        self.kernels = kernels      # what runs the linear layers: onednn | aten
         self.quantize = quantize
         self.model = model
         self._decoder = model.get_decoder()

@@ -388,9 +388,14 @@ def test_bench_on_tiny_model(tiny):
 
     steps = [BenchStep(p, q, tuple(TINY_OPTIONS), (True, True, False, True, False),
                        (0.9, 0.1, 0.0, 0.5, 0.0)) for p, q in TINY_DIALOGUE[:4]]
-    d = run_scoring_bench(tiny, steps, naive_steps=2, progress=False)
+    from saycan_ros.llm.transformers_backend import TransformersBackend
+
+    model, tok = _tiny(tiny.name.split("-")[1])
+    plain = TransformersBackend.from_objects(model, tok, name=tiny.name, kernels="aten")
+    assert plain.kernels == "aten" and tiny.kernels == "onednn"
+    d = run_scoring_bench(plain, steps, naive_steps=2, kernel_backend=tiny, progress=False)
     assert d["model"] == tiny.name and d["n_options"] == len(TINY_OPTIONS)
-    assert set(d["arms"]) == set(ARMS) - {"int8"}
+    assert set(d["arms"]) == set(ARMS) - {"int8"} and d["default_arm"] == "onednn"
     assert d["arms"]["naive"]["steps"] == 2 and d["arms"]["prune"]["steps"] == 4
     for arm, r in d["arms"].items():
         assert r["same_choice"] == r["steps"] and r["max_abs_diff"] < 1e-4, arm
@@ -399,6 +404,70 @@ def test_bench_on_tiny_model(tiny):
     assert format_scoring_result(d).startswith("scoring: naive ")
     table = format_arms(d)
     assert table.startswith("CPU: ") and all(f"\n{arm} " in table for arm in d["arms"])
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma3"])
+def test_onednn_kernels_score_as_aten(arch):
+    """Packed oneDNN weights with fused q/k/v and gate/up give torch's scores (fp32 rounding),
+    in every scoring mode and in generation."""
+    torch = pytest.importorskip("torch")
+    from saycan_ros.llm.cpu_kernels import FusedPart, FusedProjection, PackedLinear
+    from saycan_ros.llm.transformers_backend import TransformersBackend
+
+    model, tok = _tiny(arch)
+    plain = TransformersBackend.from_objects(model, tok, kernels="aten")
+    model, tok = _tiny(arch)
+    packed = TransformersBackend.from_objects(model, tok, kernels="onednn")
+    assert packed.kernels == "onednn"
+    layer = packed.model.get_decoder().layers[0]
+    assert isinstance(layer.self_attn.q_proj, FusedProjection)
+    assert isinstance(layer.self_attn.v_proj, FusedPart)
+    assert isinstance(layer.mlp.up_proj, FusedPart)
+    assert isinstance(layer.mlp.down_proj, PackedLinear)
+    assert isinstance(packed.model.get_output_embeddings(), PackedLinear)
+    assert not any(type(m) is torch.nn.Linear for m in packed.model.modules())
+    for scoring in ("naive", "packed", "fast"):
+        for prefix, query in TINY_DIALOGUE:
+            a = plain.option_logprobs(prefix, query, TINY_OPTIONS, scoring=scoring)
+            b = packed.option_logprobs(prefix, query, TINY_OPTIONS, scoring=scoring)
+            np.testing.assert_allclose(b, a, atol=1e-4, err_msg=scoring)
+    assert [g.text for g in packed.generate(TINY_PREFIX, TINY_QUERY, max_new_tokens=6)] == \
+        [g.text for g in plain.generate(TINY_PREFIX, TINY_QUERY, max_new_tokens=6)]
+
+
+def test_fused_part_called_out_of_order_recomputes():
+    """A model that calls k_proj on another input than q_proj's still gets k_proj(x)."""
+    torch = pytest.importorskip("torch")
+    from saycan_ros.llm.cpu_kernels import FusedPart, FusedProjection
+
+    torch.manual_seed(0)
+    q, k = torch.nn.Linear(8, 4), torch.nn.Linear(8, 6)
+    fused = FusedProjection([q, k])
+    part = FusedPart(fused, 1)
+    x, y = torch.randn(3, 8), torch.randn(3, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(fused(x), q(x), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(part(y), k(y), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(part(x), k(x), atol=1e-5, rtol=1e-5)
+
+
+def test_kernels_setting_is_checked():
+    torch = pytest.importorskip("torch")
+    from saycan_ros.llm.cpu_kernels import use_onednn_linear
+    from saycan_ros.llm.config import LLMConfig, LLMConfigError
+    from saycan_ros.llm.transformers_backend import TransformersBackend
+
+    with pytest.raises(LLMConfigError, match="kernels must be one of auto, onednn, aten"):
+        LLMConfig(kernels="mkl")
+    model, tok = _tiny("llama")
+    with pytest.raises(ValueError, match="kernels"):
+        TransformersBackend.from_objects(model, tok, kernels="fast")
+    with pytest.raises(ValueError, match="onednn runs unquantised"):
+        TransformersBackend.from_objects(model, tok, kernels="onednn", quantize="int8")
+    with pytest.raises(ValueError, match="float32 models on the CPU"):
+        use_onednn_linear(_tiny("llama")[0].to(torch.bfloat16))
+    assert TransformersBackend.from_objects(_tiny("llama")[0].to(torch.bfloat16), tok,
+                                            kernels="auto").kernels == "aten"
 
 
 # ----------------------------------------------------------------------------- SmolLM2
@@ -469,7 +538,7 @@ def test_llm_config_is_the_cli_the_node_and_the_back_end():
     # each back end gets its own options only, under its own names
     assert config.backend_config() == {"type": "transformers", "model": DEFAULT_MODEL,
                                        "threads": 2, "dtype": "float32", "scoring": "fast",
-                                       "quantize": "none"}
+                                       "quantize": "none", "kernels": "auto"}
     remote = LLMConfig.from_params({"backend": "openai", "model": "m", "base_url": "http://x/v1",
                                     "threads": 4})
     assert remote.backend_config() == {"type": "openai", "model": "m", "base_url": "http://x/v1",
