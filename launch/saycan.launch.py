@@ -24,6 +24,7 @@ def generate_launch_description():
     share = get_package_share_directory("saycan_ros")
     params_file = LaunchConfiguration("params_file")
     strategy = LaunchConfiguration("strategy")
+    ask_epsilon = LaunchConfiguration("ask_epsilon")
     model = LaunchConfiguration("model")
     namespace = LaunchConfiguration("namespace")
     sim_time = {"use_sim_time": LaunchConfiguration("use_sim_time")}
@@ -46,6 +47,9 @@ def generate_launch_description():
                               description="ros__parameters for every node"),
         DeclareLaunchArgument("strategy", default_value="saycan",
                               description="saycan | no_vf"),
+        DeclareLaunchArgument("ask_epsilon", default_value="0.0",
+                              description="> 0 (e.g. 0.1): the planner asks on saycan/question "
+                                          "when it does not know (answers on saycan/answer)"),
         DeclareLaunchArgument("model", default_value="smollm2-135m",
                               description="language model of the scorer"),
         DeclareLaunchArgument("kitchen_file", default_value="",
@@ -60,7 +64,8 @@ def generate_launch_description():
              parameters=[params_file, sim_time, kitchen, {"session": session}], output="screen",
              respawn=True, respawn_delay=1.0),
         Node(package="saycan_ros", executable="planner", name="planner", namespace=namespace,
-             parameters=[params_file, sim_time, kitchen, {"strategy": strategy}], output="screen"),
+             parameters=[params_file, sim_time, kitchen,
+                         {"strategy": strategy, "ask_epsilon": ask_epsilon}], output="screen"),
         # voice:=true, audio_file:=..., microphone:=true, rviz:=true (the arguments pass through)
         IncludeLaunchDescription(PythonLaunchDescriptionSource(
             os.path.join(share, "launch", "saycan_frontends.launch.py"))),

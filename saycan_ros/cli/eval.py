@@ -73,6 +73,10 @@ def cmd_eval(args) -> int:
               "simulator for the whole run", file=sys.stderr)
         return 2
     models = args.llm or [args.model]
+    ask, error = _ask_setting(args, strategies, models)
+    if error:
+        print(f"saycan eval: {error}", file=sys.stderr)
+        return 2
     world_options, affordance_file = {}, args.affordance
     if args.world == "sim":      # learned pick + value-function affordances when trained
         from saycan_ros.skills.pick.policy import learned_pick_unseen, sim_eval_setup
@@ -103,7 +107,7 @@ def cmd_eval(args) -> int:
                         0 if args.world == "symbolic" else 2)
     jobs = [EvalJob(model, strategy, llm, affordance_file or "", args.max_steps, args.world,
                     args.seed, world_options, max_failures, fault_rate, not args.no_prune,
-                    kitchen_file)
+                    kitchen_file, ask)
             for model in models for strategy in strategies]
     jsonl = open(args.jsonl, "a", encoding="utf-8") if args.jsonl else None
 
@@ -137,8 +141,40 @@ def cmd_eval(args) -> int:
         print(f"{report.strategy} ({report.model}): {report.summary_line()}")
     if args.world != "symbolic":
         print(reports[0].summary_line("execution_success"))
+    if ask:
+        for report in reports:
+            print(f"{report.strategy} ({report.model}): {report.help_line()}")
     print(reports[0].summary_line())
     return 0
+
+
+def _ask_setting(args, strategies, models) -> tuple[dict, str]:
+    """The ask policy of ``--ask`` / ``--ask-threshold`` (planning.asking.make_ask_policy),
+    checked before any model loads; (setting, "") or ({}, what is wrong)."""
+    if args.ask is None and args.ask_threshold is None:
+        return {}, ""
+    if args.ask is not None and args.ask_threshold is not None:
+        return {}, "--ask and --ask-threshold are two policies: give one"
+    if args.world != "symbolic":
+        return {}, "asking is evaluated in the symbolic world (the simulated person reads it)"
+    if set(strategies) - {"saycan", "no_vf"}:
+        return {}, "asking needs the scoring strategies saycan or no_vf"
+    if args.ask_threshold is not None:
+        if not 0.0 < args.ask_threshold <= 1.0:
+            return {}, f"--ask-threshold must be in (0, 1], got {args.ask_threshold}"
+        return {"threshold": args.ask_threshold}, ""
+    if not 0.0 < args.ask < 1.0:
+        return {}, f"--ask (epsilon) must be in (0, 1), got {args.ask}"
+    from saycan_ros.planning.asking import Calibration, default_calibration
+    path = args.calibration or default_calibration(models[0])
+    if not path:
+        return {}, (f"no calibration for {models[0]}: give --calibration FILE "
+                    f"(saycan calibrate makes one)")
+    try:
+        Calibration.load(path)
+    except ValueError as exc:
+        return {}, str(exc)
+    return {"epsilon": args.ask, "calibration": str(path)}, ""
 
 
 def register(sub) -> None:
@@ -182,6 +218,13 @@ def register(sub) -> None:
     ev.add_argument("--jobs", type=int, default=1,
                     help="worker processes sharing the runs in chunks of tasks (symbolic or sim "
                          "world; same results as one process)")
+    ev.add_argument("--ask", type=float, default=None, metavar="EPS",
+                    help="ask for help when the step's conformal prediction set (coverage "
+                         "1 - EPS) is not one skill; a simulated person answers from the goal")
+    ev.add_argument("--ask-threshold", type=float, default=None, metavar="TAU",
+                    help="baseline: ask when the top skill's probability is below TAU")
+    ev.add_argument("--calibration", default="",
+                    help="calibration file for --ask (default: the shipped one of the model)")
     ev.add_argument("--json")
     ev.add_argument("--jsonl", help="append each task's outcome to this file as it finishes")
     ev.add_argument("--limit", type=int, default=0)

@@ -38,7 +38,9 @@ def node_params(args, kitchen_file: str = "") -> dict:
     return {"llm_scorer": {**LLMConfig.from_args(args).params(), **where},
             "affordance": dict(where),
             "skill_executor": {"world": args.world, "seed": args.seed, **where},
-            "planner": {"strategy": args.strategy, "max_steps": args.max_steps, **where}}
+            "planner": {"strategy": args.strategy, "max_steps": args.max_steps,
+                        **({"ask_epsilon": args.ask, "answer_timeout_s": args.answer_timeout}
+                           if getattr(args, "ask", 0.0) else {}), **where}}
 
 
 def cmd_run(args) -> int:
@@ -81,6 +83,11 @@ def cmd_run(args) -> int:
               f"it runs {', '.join(node_strategy_names())} (the others: saycan eval)",
               file=sys.stderr)
         return 2
+    try:
+        answers = _answers(args)
+    except ValueError as exc:
+        print(f"saycan run: {exc}", file=sys.stderr)
+        return 2
     params = node_params(args, kitchen_file)
     graph.init_rclpy()
     procs, spinning = [], None
@@ -105,7 +112,12 @@ def cmd_run(args) -> int:
         print(f"\ninstruction: {instruction}", flush=True)
         commander.follow_instruction(instruction)
         deadline = time.monotonic() + args.timeout
+        asked: set[int] = set()
         while not commander.is_task_complete():
+            question = commander.get_question()
+            if question is not None and question["id"] not in asked:
+                asked.add(question["id"])
+                _answer(commander, question, answers)
             if gone is not None and gone():
                 raise GraphDown(f"a node died during the plan: {gone()}")
             if time.monotonic() > deadline:
@@ -150,6 +162,53 @@ def cmd_run(args) -> int:
             shutil.rmtree(log_dir, ignore_errors=True)
 
 
+def _answers(args) -> list[int]:
+    """``--answers 2,1``: the answers to give, in order (checked before anything starts)."""
+    if not args.ask and not args.answers:
+        return []
+    if args.answers and not args.ask:
+        raise ValueError("--answers needs --ask EPS (the planner asks only then)")
+    if not 0.0 < args.ask < 1.0:
+        raise ValueError(f"--ask (epsilon) must be in (0, 1), got {args.ask}")
+    if not args.answer_timeout > 0:
+        raise ValueError(f"--answer-timeout must be > 0, got {args.answer_timeout}")
+    try:
+        out = [int(a) for a in args.answers.split(",") if a.strip()] if args.answers else []
+    except ValueError:
+        raise ValueError(f"--answers {args.answers!r}: numbers separated by commas, e.g. 2,1 "
+                         f"(0: something else)") from None
+    if any(a < 0 for a in out):
+        raise ValueError("--answers: options are numbered from 1 (0: something else)")
+    return out
+
+
+def _answer(commander, question: dict, answers: list[int]) -> None:
+    """Answer the planner's question: the next of ``answers``, else typed in the terminal;
+    with neither, nobody answers and the plan ends when the question times out."""
+    print(f"\nthe robot asks: {question['text']}", flush=True)
+    if answers:
+        choice = answers.pop(0)
+        print(f"answer (--answers): {choice}", flush=True)
+        if choice == len(question["options"]) + 1:      # the question's "something else"
+            choice = 0
+    elif sys.stdin is not None and sys.stdin.isatty():
+        n = len(question["options"]) + 1
+        while True:
+            typed = input(f"your answer (1-{n}): ").strip()
+            if typed.isdigit() and 1 <= int(typed) <= n:
+                choice = 0 if int(typed) == n else int(typed)
+                break
+            print(f"a number from 1 to {n}, please", flush=True)
+    else:
+        print(f"no answer to give (--answers): the plan ends in {question['timeout_s']:g} s",
+              flush=True)
+        return
+    try:
+        print(commander.answer(choice, question["id"]), flush=True)
+    except (ValueError, RuntimeError, TimeoutError) as exc:
+        print(f"saycan run: {exc}", file=sys.stderr)
+
+
 def outcome_lines(result: dict, state: dict, goal=None, goal_holds: bool | None = None
                   ) -> list[str]:
     """What ``saycan run`` can honestly say at the end: how the plan ended (choosing ``done``
@@ -188,6 +247,15 @@ def register(sub) -> None:
     run.add_argument("--goal", help="check this goal on the final world, in the task-file "
                                     "grammar, e.g. 'at(coke can, trash can)'")
     run.add_argument("--top", type=int, default=5, help="skills shown per step")
+    run.add_argument("--ask", type=float, default=0.0, metavar="EPS",
+                     help="ask when the step's conformal prediction set (coverage 1 - EPS, e.g. "
+                          "0.1) holds skills that do different things (0: never ask)")
+    run.add_argument("--answers", default="",
+                     help="with --ask: answers to the questions in order, e.g. 2,1 (option "
+                          "numbers; the last number of a question, or 0, is 'something else'); "
+                          "without, a terminal is asked")
+    run.add_argument("--answer-timeout", type=float, default=60.0,
+                     help="seconds a question waits for its answer")
     run.add_argument("--timeout", type=float, default=600.0)
     run.add_argument("--ready-timeout", type=float, default=300.0)
     run.set_defaults(func=cmd_run)

@@ -18,7 +18,9 @@ from typing import Callable, Sequence
 from tqdm import tqdm
 
 from saycan_ros.planning.affordance import AffordanceScorer
+from saycan_ros.planning.asking import Answer, AskPolicy, Question
 from saycan_ros.core.kitchen import Kitchen
+from saycan_ros.core.solver import goal_objects, right_next_skills
 from saycan_ros.planning.faults import FaultInjectingExecutor
 from saycan_ros.planning.local import LocalAffordance, LocalLanguage, WorldExecutor
 from saycan_ros.planning.planner import Planner, PlanResult
@@ -49,6 +51,32 @@ def observation_of(world) -> dict:
             "objects": sorted(o for o, at in snap.objects.items() if at == snap.robot_at)}
 
 
+class SimulatedPerson:
+    """Answers the planner's questions as the person who gave ``task`` would: the first offered
+    skill of :func:`intended_next_skills` in the world as it is now, else "something else"."""
+
+    def __init__(self, task: Task, world: SymbolicWorld, skills: SkillSet, kitchen: Kitchen):
+        if not isinstance(world, SymbolicWorld):
+            raise ValueError("the simulated person reads the symbolic world (--world symbolic)")
+        self.task, self.world, self.skills, self.kitchen = task, world, skills, kitchen
+
+    def __call__(self, question: Question) -> Answer:
+        meant = intended_next_skills(self.task, self.world, self.skills, self.kitchen)
+        return Answer(next((i for i, o in enumerate(question.options) if o in meant), None))
+
+
+def intended_next_skills(task: Task, world: SymbolicWorld, skills: SkillSet,
+                         kitchen: Kitchen) -> set[str]:
+    """The next skills the person who gave ``task`` means: those that begin a shortest plan to
+    its goal (the symbolic solver), narrowed to the ones naming an object of the goal when any
+    does (``find a coke can`` goes to the counter where the wanted pepsi stands too, but it is
+    not what the person would choose)."""
+    right = right_next_skills(task, world, skills, kitchen)
+    wanted = goal_objects(task.goal)
+    named = {r for r in right if skills.get(r).object in wanted}
+    return named or right
+
+
 @dataclass
 class TaskOutcome:
     task: Task
@@ -62,6 +90,10 @@ class TaskOutcome:
     @property
     def success(self) -> bool:
         return self.plan_success
+
+    @property
+    def questions(self) -> int:
+        return len(self.result.questions)
 
     def to_dict(self) -> dict:
         return {"id": self.task.id, "family": self.task.family, "text": self.task.text,
@@ -122,11 +154,20 @@ class EvalReport:
         k, n = self.total(metric)
         return f"{metric.replace('_', ' ')}: {k}/{n} ({100.0 * k / max(n, 1):.1f}%)"
 
+    def help_line(self) -> str:
+        """``asked for help: K/N tasks (P%), Q questions (q per task)``."""
+        n = len(self.outcomes)
+        asked = sum(o.questions > 0 for o in self.outcomes)
+        questions = sum(o.questions for o in self.outcomes)
+        return (f"asked for help: {asked}/{n} tasks ({100.0 * asked / max(n, 1):.1f}%), "
+                f"{questions} questions ({questions / max(n, 1):.2f} per task)")
+
     def to_dict(self) -> dict:
         k, n = self.total()
         return {"strategy": self.strategy, "model": self.model, "world": self.world,
                 "plan_success": k, "execution_success": self.total("execution_success")[0],
-                "tasks": n,
+                "tasks": n, "asked": sum(o.questions > 0 for o in self.outcomes),
+                "questions": sum(o.questions for o in self.outcomes),
                 "by_family": {f: {"plan_success": s, "tasks": t,
                                   "execution_success": self.by_family("execution_success")[f][0]}
                               for f, (s, t) in self.by_family().items()},
@@ -143,7 +184,8 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
              on_task: Callable[[TaskOutcome], None] | None = None,
              world_options: dict | None = None, resources=None,
              strategy_options: dict | None = None, max_failures: int = 0,
-             fault_rate: float = 0.0) -> EvalReport:
+             fault_rate: float = 0.0, ask_policy: AskPolicy | None = None,
+             person: Callable | None = None) -> EvalReport:
     """Plan and execute each task from its ``init`` in a fresh ``world`` (``symbolic``; ``sim``:
     the simulator, seeded per task; ``nodes``: the node graph; ``world_options`` go to it, e.g.
     ``pick="learned"``).
@@ -153,8 +195,10 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
     (re-scored from the new state; useful where skills fail at random, as in the simulator).
     ``fault_rate``: that fraction of skill executions fails before it runs (seeded per task,
     :class:`~saycan_ros.planning.faults.FaultInjectingExecutor`), to measure recovery.
-    Each outcome records the language model's work
-    (forward passes, scored and generated tokens, seconds) spent on its task."""
+    ``ask_policy``: when to ask (:mod:`saycan_ros.planning.asking`); ``person(task, world,
+    skills, kitchen)`` makes who answers (default :class:`SimulatedPerson`). Each outcome
+    records the language model's work (forward passes, scored and generated tokens, seconds)
+    spent on its task."""
     from saycan_ros.stack import WORLDS, make_world
     if world not in WORLDS:
         raise ValueError(f"unknown world {world!r}; known: {', '.join(WORLDS)}")
@@ -177,7 +221,11 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
                           max_steps=max_steps, observe=lambda: observation_of(here),
                           max_failures=max_failures,
                           describe=lambda: scene_of(kitchen, here.snapshot(), details),
-                          refresh_scene=getattr(language_scorer, "refreshes_scene", False))
+                          refresh_scene=getattr(language_scorer, "refreshes_scene", False),
+                          ask_policy=ask_policy,
+                          ask=(person or SimulatedPerson)(task, here, skills, kitchen)
+                          if ask_policy is not None else None,
+                          world_state=here.snapshot)
         before = backend.stats.snapshot() if backend is not None else None
         started = time.perf_counter()
         result = planner.run(task.text)

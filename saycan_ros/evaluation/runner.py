@@ -30,6 +30,7 @@ class EvalJob:
     fault_rate: float = 0.0
     prune: bool = True                     # saycan: the LLM scores only skills that can run
     kitchen_file: str = ""                 # "" = the built-in kitchen
+    ask: dict = field(default_factory=dict)   # when to ask: planning.asking.make_ask_policy
 
 
 def strategy_resources(vocabulary, scorer, seed: int):
@@ -48,7 +49,9 @@ def strategy_resources(vocabulary, scorer, seed: int):
 def _evaluate(job: EvalJob, tasks, vocabulary, scorer, resources, on_task=None,
               progress: bool = True) -> EvalReport:
     from saycan_ros.planning.affordance import load_affordance
+    from saycan_ros.planning.asking import make_ask_policy
     from saycan_ros.evaluation.plans import evaluate
+    backend = getattr(scorer, "backend", None)
     return evaluate(tasks, kitchen=vocabulary.kitchen, skills=vocabulary.skills,
                     language_scorer=scorer,
                     affordance_scorer=load_affordance(job.affordance_file or None),
@@ -56,7 +59,8 @@ def _evaluate(job: EvalJob, tasks, vocabulary, scorer, resources, on_task=None,
                     strategy=job.strategy, model_name=job.model, max_steps=job.max_steps,
                     world=job.world, seed=job.seed, on_task=on_task, progress=progress,
                     max_failures=job.max_failures, fault_rate=job.fault_rate,
-                    strategy_options={"prune": job.prune})
+                    strategy_options={"prune": job.prune},
+                    ask_policy=make_ask_policy(job.ask, getattr(backend, "name", "")))
 
 
 #: The model a worker process holds: (model name, vocabulary, scorer, resources).

@@ -22,6 +22,8 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 import numpy as np
 
 from saycan_ros.core.skills import SkillSet
+from saycan_ros.planning.asking import (Answer, Asker, AskPolicy, NoAnswer, Question,
+                                        step_probabilities, without_no_ops)
 from saycan_ros.planning.scene import changes_scene
 
 
@@ -66,6 +68,9 @@ class StepRecord:
     #: Skills the language model did not score because they cannot win (``llm`` is NaN there);
     #: None when every skill was scored.
     pruned: np.ndarray | None = None
+    #: The question asked at this step (``Planner(ask_policy=...)``) and the person's answer.
+    question: Question | None = None
+    answer: Answer | None = None
 
     def top(self, k: int = 5) -> list[tuple[str, float, float, float]]:
         """The ``k`` best scored skills by the combined score (pruned ones are not listed)."""
@@ -83,6 +88,9 @@ class StepRecord:
             out["note"] = self.note
         if self.pruned is not None:
             out["pruned"] = int(np.count_nonzero(self.pruned))
+        if self.question is not None:
+            out["question"] = self.question.to_dict()
+            out["answer"] = self.answer.to_dict() if self.answer is not None else None
         return out
 
 
@@ -98,6 +106,11 @@ class PlanResult:
     def plan(self) -> list[str]:
         """Skills executed successfully, oldest first, ending in ``done`` when the plan ended."""
         return [s.selected for s in self.steps if s.success]
+
+    @property
+    def questions(self) -> list[Question]:
+        """The questions asked, oldest first."""
+        return [s.question for s in self.steps if s.question is not None]
 
     def to_dict(self) -> dict:
         return {"instruction": self.instruction, "strategy": self.strategy, "state": self.state,
@@ -239,11 +252,16 @@ class Planner:
                  on_step: Callable[[StepRecord], None] | None = None,
                  observe: Callable[[], Mapping[str, Any]] | None = None,
                  max_failures: int = 0, describe: Callable[[], str] | None = None,
-                 cancel_event: threading.Event | None = None, refresh_scene: bool = False):
+                 cancel_event: threading.Event | None = None, refresh_scene: bool = False,
+                 ask_policy: AskPolicy | None = None, ask: Asker | None = None,
+                 world_state: Callable[[], Any] | None = None):
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         if max_failures < 0:
             raise ValueError(f"max_failures must be >= 0, got {max_failures}")
+        if (ask_policy is None) != (ask is None):
+            raise ValueError("ask_policy and ask come together: a policy that decides when to "
+                             "ask, and someone to ask")
         self.skills = skills
         self.strategy = strategy
         self.executor = executor
@@ -258,6 +276,12 @@ class Planner:
         # Failed skills tolerated per instruction: the loop re-scores from the new state (a
         # missed grasp is usually tried again); 0: the first failure ends the plan.
         self.max_failures = max_failures
+        # When the step's prediction set is not one skill, ``ask`` (the person) chooses
+        self.ask_policy = ask_policy
+        self.ask = ask
+        # The world's state now (robot_at, holding, objects), when the caller knows it: skills
+        # that would change nothing are no candidates (planning.asking.without_no_ops)
+        self.world_state = world_state
         # Given by a caller that acknowledges cancels before the plan starts (the planner node):
         # a cancel holds from the moment it is set, even before run() begins.
         self.cancel_event = cancel_event if cancel_event is not None else threading.Event()
@@ -312,13 +336,17 @@ class Planner:
                                 decision.combined, decision.selected, note=decision.note,
                                 pruned=decision.pruned)
             result.steps.append(record)
+            if self.ask_policy is not None and not self.cancelled:
+                ended = self._ask(record, result)
+                if ended is not None:
+                    return ended
             if self.cancelled:            # chosen, not announced as executing: nothing runs
                 record.message = "not executed: cancelled"
                 self._notify(record)
                 return self._end(result, "cancelled", "cancelled before execution")
             if self.on_decision is not None:
                 self.on_decision(record)
-            if decision.selected == terminate:
+            if record.selected == terminate:
                 if self.cancelled:
                     record.message = "not executed: cancelled"
                     self._notify(record)
@@ -332,9 +360,9 @@ class Planner:
                     record.message = "not executed: cancelled"
                     self._notify(record)
                     return self._end(result, "cancelled", "cancelled before execution")
-                self.dispatched = decision.selected
+                self.dispatched = record.selected
             try:
-                outcome = self.executor.execute(decision.selected, self.skill_timeout_s)
+                outcome = self.executor.execute(record.selected, self.skill_timeout_s)
             except Exception as exc:  # noqa: BLE001
                 outcome = ExecutionResult(False, f"executor error: {exc}")
             finally:
@@ -343,19 +371,72 @@ class Planner:
             record.success, record.message = outcome.success, outcome.message
             record.seconds = time.perf_counter() - started
             revision = max(revision, outcome.state_revision)
-            if self.refresh_scene and changes_scene(self.skills.get(decision.selected)):
+            if self.refresh_scene and changes_scene(self.skills.get(record.selected)):
                 scene = self._scene(result, scene)
             self._notify(record)
             if self.cancelled:            # stopped by the cancel (or ended while it came)
                 return self._end(result, "cancelled",
-                                 f"cancelled during {decision.selected!r}: {outcome.message}")
+                                 f"cancelled during {record.selected!r}: {outcome.message}")
             if not outcome.success:
                 failures += 1
                 replans = self.strategy.continue_after_failure(record)   # it may re-plan
                 if failures > self.max_failures and not replans:
-                    return self._end(result, "failed", f"step {step}: {decision.selected!r} "
+                    return self._end(result, "failed", f"step {step}: {record.selected!r} "
                                                        f"failed: {outcome.message}")
         return self._end(result, "max_steps", f"no 'done' within {self.max_steps} steps")
+
+    def _ask(self, record: StepRecord, result: PlanResult) -> PlanResult | None:
+        """Ask the person when the policy's set is not one skill; ``record.selected`` becomes
+        their choice. Returns the ended plan when there is no answer or nothing left to run."""
+        p = step_probabilities(record.combined)
+        state = None
+        if self.world_state is not None:
+            try:
+                state = self.world_state()
+            except Exception:  # noqa: BLE001 - without the state every skill is a candidate
+                state = None
+        if state is not None:
+            p = without_no_ops(p, [self.skills.get(text) for text in record.skills], state)
+        offered = self.ask_policy.options(p)
+        if len(offered) == 1:             # the set's one skill (not one that changes nothing)
+            record.selected = record.skills[offered[0]]
+        if len(offered) < 2:
+            return None
+        question = Question(record.step, tuple(record.skills[i] for i in offered),
+                            tuple(float(p[i]) for i in offered), self.ask_policy.name)
+        record.question = question
+        try:
+            answer = self.ask(question)
+        except NoAnswer as exc:
+            record.message = "not executed: no answer"
+            self._notify(record)
+            return self._end(result, "failed", f"step {record.step}: no answer to "
+                                               f"{question.text!r}" + (f" ({exc})" if str(exc)
+                                                                       else ""))
+        except Exception as exc:  # noqa: BLE001 - a broken asker ends the plan, never guesses
+            record.message = "not executed: asking failed"
+            self._notify(record)
+            return self._end(result, "failed", f"step {record.step}: asking failed: {exc}")
+        record.answer = answer
+        if answer.choice is not None:
+            if not 0 <= answer.choice < len(question.options):
+                record.message = "not executed: bad answer"
+                self._notify(record)
+                return self._end(result, "failed", f"step {record.step}: answer "
+                                                   f"{answer.choice} is not an option of "
+                                                   f"{question.text!r}")
+            record.selected = question.options[answer.choice]
+            return None
+        rest = np.array(p)
+        rest[offered] = 0.0         # "something else": the likeliest skill not offered
+        if rest.max() <= 0.0:
+            record.message = "not executed: none of the options, and nothing else can run"
+            self._notify(record)
+            return self._end(result, "failed", f"step {record.step}: the person wanted none "
+                                               f"of {list(question.options)} and no other "
+                                               f"skill can run")
+        record.selected = record.skills[int(np.argmax(rest))]
+        return None
 
     def _scene(self, result: PlanResult, last: str) -> str:
         """The scene line now (read at the start and after each step that

@@ -8,6 +8,10 @@
         time.sleep(0.1)
     result = commander.getResult()          # dict: success, state, plan, final_state, steps
 
+When the planner asks for help (its ``ask_epsilon`` parameter), ``getQuestion()`` returns the
+open question (a dict: id, text, options, probabilities) and ``answer(i)`` answers it (i the
+1-based option, 0 for "something else").
+
 Uniform send -> isTaskComplete -> getResult, as nav2_simple_commander's methods (the
 snake_case names are the same methods). ``send_instruction`` publishes on the instruction
 topic instead (what a speech front end does); the same is_task_complete / get_result follow
@@ -29,14 +33,15 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from saycan_ros.action import FollowInstruction
-from saycan_ros.msg import PlanResult, PlanStatus, SkillScores
+from saycan_ros.msg import PlanResult, PlanStatus, Question, SkillScores
 from saycan_ros.ros.nodes.conversions import plan_result_dict
-from saycan_ros.ros.nodes.common import (AFFORDANCE_SERVICE, CANCEL_SERVICE, EXECUTE_SERVICE,
-                                         FOLLOW_ACTION, INSTRUCTION_TOPIC, LATCHED_QOS,
-                                         LLM_SERVICE, RESET_SERVICE, RESULT_TOPIC,
+from saycan_ros.ros.nodes.common import (AFFORDANCE_SERVICE, ANSWER_SERVICE, CANCEL_SERVICE,
+                                         EXECUTE_SERVICE, FOLLOW_ACTION, INSTRUCTION_TOPIC,
+                                         LATCHED_QOS, LLM_SERVICE, QUESTION_TOPIC,
+                                         RESET_SERVICE, RESULT_TOPIC,
                                          SKILL_SCORES_TOPIC, STATE_SERVICE, STATUS_TOPIC,
                                          WatchedClient, call_service)
-from saycan_ros.srv import ExecuteSkill, GetWorldState, ResetWorld, SkillScore
+from saycan_ros.srv import AnswerQuestion, ExecuteSkill, GetWorldState, ResetWorld, SkillScore
 
 TERMINAL_STATES = ("succeeded", "failed", "cancelled")
 
@@ -62,6 +67,10 @@ class SayCanCommander(Node):
         self.reset_client = self.create_client(ResetWorld, RESET_SERVICE, callback_group=group)
         self.state_client = self.create_client(GetWorldState, STATE_SERVICE, callback_group=group)
         self.cancel_client = self.create_client(Trigger, CANCEL_SERVICE, callback_group=group)
+        self.answer_client = self.create_client(AnswerQuestion, ANSWER_SERVICE,
+                                                callback_group=group)
+        self.create_subscription(Question, QUESTION_TOPIC, self._question, LATCHED_QOS,
+                                 callback_group=group)
         self.action_client = ActionClient(self, FollowInstruction, FOLLOW_ACTION,
                                           callback_group=group)
         # readiness probes: a service counts once its server beats (a killed node's
@@ -78,6 +87,8 @@ class SayCanCommander(Node):
         self.statuses: list[PlanStatus] = []
         self.scores: list[SkillScores] = []
         self.feedback: list[FollowInstruction.Feedback] = []
+        self.questions: list[dict] = []     # the questions about our instruction, oldest first
+        self._answered: set[int] = set()
 
     # -- readiness -----------------------------------------------------------------------------
     def wait_until_ready(self, timeout_s: float = 120.0,
@@ -107,6 +118,7 @@ class SayCanCommander(Node):
             self._goal_handle, self._record = goal_handle, None
             self.scores.clear()
             self.feedback.clear()
+            self.questions.clear()
 
     def follow_instruction(self, text: str, strategy: str = "", max_steps: int = 0,
                            timeout_s: float = 10.0) -> bool:
@@ -168,12 +180,36 @@ class SayCanCommander(Node):
         response = call_service(self, self.cancel_client, Trigger.Request(), timeout_s, "cancel")
         return response.message
 
+    def get_question(self) -> dict | None:
+        """The open question about our instruction (id, step, text, options, probabilities,
+        timeout_s), or None while no question waits."""
+        with self._lock:
+            if self._result_data is not None or not self.questions or \
+                    not self.statuses or self.statuses[-1].state != PlanStatus.STATE_ASKING:
+                return None
+            last = self.questions[-1]
+            return None if last["id"] in self._answered else dict(last)
+
+    def answer(self, choice: int, question_id: int = 0, timeout_s: float = 5.0) -> str:
+        """Answer the open question: ``choice`` the 1-based option, 0 for "something else".
+        Returns the planner's acknowledgement; ValueError when it refuses the answer."""
+        request = AnswerQuestion.Request(question_id=int(question_id), choice=int(choice))
+        response = call_service(self, self.answer_client, request, timeout_s, "answer")
+        if not response.accepted:
+            raise ValueError(f"answer refused: {response.message}")
+        with self._lock:
+            for q in self.questions:
+                if question_id in (0, q["id"]):
+                    self._answered.add(q["id"])
+        return response.message
+
     # nav2_simple_commander's spelling
     followInstruction = follow_instruction
     isTaskComplete = is_task_complete
     getResult = get_result
     getFeedback = get_feedback
     cancelTask = cancel_task
+    getQuestion = get_question
 
     def _rejection(self, seen: int, timeout_s: float) -> str:
         """The planner's reason for rejecting our goal, from the status it published about it
@@ -235,7 +271,7 @@ class SayCanCommander(Node):
             ours = self._ours(msg.instruction)
             if ours:
                 self.statuses.append(msg)
-                if msg.state in ("planning", "executing"):
+                if msg.state in ("planning", "executing", "asking"):
                     self._started = True
                 elif msg.state == "rejected" and not self._started and self._goal_handle is None:
                     # rejected before it ever ran (bad input or busy): that is the result
@@ -243,6 +279,15 @@ class SayCanCommander(Node):
                                          "message": msg.message, "plan": [], "steps": []}
         if ours and self.on_status:
             self.on_status(msg)
+
+    def _question(self, msg: Question) -> None:
+        with self._lock:
+            if self._ours(msg.instruction) and self._started and \
+                    all(q["id"] != msg.id for q in self.questions):
+                self.questions.append({"id": int(msg.id), "step": int(msg.step),
+                                       "text": msg.text, "options": list(msg.options),
+                                       "probabilities": [float(p) for p in msg.probabilities],
+                                       "timeout_s": float(msg.timeout_s)})
 
     def _result(self, msg: PlanResult) -> None:
         data = plan_result_dict(msg)

@@ -28,6 +28,21 @@ def spinning(threads: int):
         rclpy.shutdown()
 
 
+@contextlib.contextmanager
+def graph_on(executor, nodes, commander, ready_s: float = 60.0):
+    """``nodes`` and ``commander`` spun by ``executor`` until the graph is ready; yields the
+    commander and removes and destroys them all afterwards."""
+    for node in list(nodes) + [commander]:
+        executor.add_node(node)
+    try:
+        commander.wait_until_ready(ready_s)
+        yield commander
+    finally:
+        for node in list(nodes) + [commander]:
+            executor.remove_node(node)
+            node.destroy_node()
+
+
 class Spinner:
     """Nodes spun by an executor of their own in a thread. :meth:`close` stops the executor,
     waiting for the callbacks that run, before it destroys the nodes: a node destroyed under a

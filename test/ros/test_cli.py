@@ -41,6 +41,19 @@ def test_run_plans_and_executes_an_instruction(tmp_path, mode):
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_run_asks_and_takes_the_answers_given(tmp_path):
+    """"Go to the counter." has two readings: with --ask the planner asks which (the default
+    model puts ~0.5 and ~0.4 on the two counters), and --answers 2 picks the second option."""
+    proc = saycan("run", "Go to the counter.", "--model", MODEL, "--ask", "0.15", "--answers",
+                  "2", "--goal", "robot_at(far counter)", cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "the robot asks: Which do you mean? 1) go to the close counter 2) go to the far " \
+           "counter 3) something else" in proc.stdout
+    assert "answer (--answers): 2" in proc.stdout
+    assert "plan: go to the far counter → done" in proc.stdout
+    assert "goal: holds — robot_at(far counter)" in proc.stdout
+
+
 def test_run_rejects_an_empty_instruction(tmp_path):
     proc = saycan("run", "   ", cwd=tmp_path, timeout=120)
     assert proc.returncode == 2 and "instruction is empty" in proc.stderr
@@ -134,6 +147,16 @@ def test_the_public_task_file_is_found_by_name(tmp_path):
     (["eval", "--tasks", "latin1.yaml"], "latin1.yaml: not UTF-8 text (byte 0xe9 at offset"),
     (["eval", "--fault-rate", "1.5"], "--fault-rate: fault rate must be in [0, 1], got 1.5"),
     (["eval", "--fault-rate", "nan"], "--fault-rate: fault rate must be in [0, 1], got nan"),
+    (["run", "Bring me a coke.", "--answers", "2"], "--answers needs --ask EPS"),
+    (["run", "Bring me a coke.", "--ask", "0.15", "--answers", "2,x"],
+     "numbers separated by commas"),
+    (["run", "Bring me a coke.", "--ask", "1.5"], "--ask (epsilon) must be in (0, 1)"),
+    (["eval", "--ask", "0.15", "--world", "sim"], "asking is evaluated in the symbolic world"),
+    (["eval", "--ask", "0.15", "--ask-threshold", "0.5"], "two policies: give one"),
+    (["eval", "--ask", "0.15", "--calibration", "nope.json"], "not a calibration file"),
+    (["eval", "--ask-threshold", "0.5", "--strategies", "generative"],
+     "asking needs the scoring strategies"),
+    (["calibrate", "--plans", "1"], "--plans must be at least 3"),
 ])
 def test_bad_input_is_one_line_before_any_model_loads(tmp_path, argv, reason):
     (tmp_path / "latin1.yaml").write_bytes(

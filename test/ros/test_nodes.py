@@ -18,7 +18,7 @@ from saycan_ros.ros.nodes.llm_scorer_node import LlmScorerNode  # noqa: E402
 from saycan_ros.ros.nodes.planner_node import PlannerNode  # noqa: E402
 from saycan_ros.ros.nodes.skill_executor_node import SkillExecutorNode  # noqa: E402
 from saycan_ros.srv import ExecuteSkill, SkillScore  # noqa: E402
-from ros_fixtures import remapped, spinning  # noqa: E402
+from ros_fixtures import graph_on, remapped, spinning  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -31,14 +31,8 @@ def ros():
 def graph(ros, test_scorer):
     nodes = [LlmScorerNode(scorer=test_scorer), AffordanceNode(), SkillExecutorNode(),
              PlannerNode(parameter_overrides=[Parameter("max_steps", value=8)])]
-    commander = SayCanCommander()
-    for node in nodes + [commander]:
-        ros.add_node(node)
-    commander.wait_until_ready(60)
-    yield commander
-    for node in nodes + [commander]:
-        ros.remove_node(node)
-        node.destroy_node()
+    with graph_on(ros, nodes, SayCanCommander()) as commander:
+        yield commander
 
 
 def run(commander, text, init=None, timeout=120):

@@ -32,6 +32,8 @@ RESET_SERVICE = "saycan/world/reset"
 STATE_SERVICE = "saycan/world/state"
 CANCEL_SERVICE = "saycan/cancel"
 FOLLOW_ACTION = "saycan/follow_instruction"
+QUESTION_TOPIC = "saycan/question"
+ANSWER_SERVICE = "saycan/answer"
 
 #: Last value kept for late joiners (status, world state, map), like a latched ROS 1 topic.
 LATCHED_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,

@@ -10,8 +10,17 @@ choose, calls ``saycan/execute`` (ExecuteSkill), and repeats until ``done``, a f
 
 Publishes ``/saycan/skill_scores`` (SkillScores, every step), ``/saycan/status`` (PlanStatus,
 latched, on every change) and ``/saycan/result`` (PlanResult, latched: the whole plan with
-every step's top scores). An instruction or goal that arrives while a plan runs is rejected
-with a ``rejected`` status (it is not queued: a robot should not start a stale request later).
+every step's top scores).
+
+With ``ask_epsilon`` > 0 it asks for help (saycan_ros.planning.asking): when a step's conformal
+prediction set holds more than one skill (skills that would change nothing left out), the
+question goes out on ``saycan/question`` (Question, latched) and as action feedback (state
+``asking``), and the plan waits for the answer on the ``saycan/answer`` service
+(AnswerQuestion). No answer within ``answer_timeout_s`` ends the plan ``failed`` with the
+reason; nothing is guessed.
+
+An instruction or goal that arrives while a plan runs is rejected with a ``rejected`` status
+(it is not queued: a robot should not start a stale request later).
 """
 from __future__ import annotations
 
@@ -30,10 +39,11 @@ from std_srvs.srv import Trigger
 
 from saycan_ros.action import FollowInstruction
 from saycan_ros.msg import PlanResult as PlanResultMsg
-from saycan_ros.msg import PlanStatus, SkillScores, WorldState
-from saycan_ros.ros.nodes.common import (AFFORDANCE_SERVICE, CANCEL_SERVICE, EXECUTE_SERVICE,
-                                         FOLLOW_ACTION, INSTRUCTION_TOPIC, LATCHED_QOS,
-                                         LLM_SERVICE, RESULT_TOPIC, SKILL_MARKERS_TOPIC,
+from saycan_ros.msg import PlanStatus, Question, SkillScores, WorldState
+from saycan_ros.ros.nodes.common import (AFFORDANCE_SERVICE, ANSWER_SERVICE, CANCEL_SERVICE,
+                                         EXECUTE_SERVICE, FOLLOW_ACTION, INSTRUCTION_TOPIC,
+                                         LATCHED_QOS, LLM_SERVICE, QUESTION_TOPIC,
+                                         RESULT_TOPIC, SKILL_MARKERS_TOPIC,
                                          SKILL_SCORES_TOPIC, STATE_SERVICE, STATUS_TOPIC,
                                          ServiceCallError, WatchedClient, call_service,
                                          declare_parameters, spin_node)
@@ -43,7 +53,8 @@ from saycan_ros.strategies.registry import make_strategy, node_strategy_names
 from saycan_ros.core.kitchen import GRIPPER, load_kitchen
 from saycan_ros.planning.scene import scene_line
 from saycan_ros.core.skills import load_skills
-from saycan_ros.srv import ExecuteSkill, GetWorldState, SkillScore
+from saycan_ros.srv import AnswerQuestion, ExecuteSkill, GetWorldState, SkillScore
+from saycan_ros.planning import asking
 from saycan_ros.core.tasks import TaskError, check_instruction
 
 DEFAULTS = {
@@ -60,6 +71,9 @@ DEFAULTS = {
                                    # prompt is scene: step; false for a scene: true adapter)
     "prune": True,                 # saycan: the LLM scores only skills whose affordance is > 0
     "scene_details": False,        # the scene line says what objects are (prompt scene_details)
+    "ask_epsilon": 0.0,            # > 0: ask when the conformal set (coverage 1 - eps) is not one
+    "ask_calibration_file": "",    # "" = models/ask_calibration_smollm2.json (the default model)
+    "answer_timeout_s": 60.0,      # a question unanswered this long ends the plan failed
 }
 DESCRIPTIONS = {
     "strategy": "how the next skill is chosen: saycan (LLM x affordance) or no_vf (LLM only)",
@@ -80,6 +94,12 @@ DESCRIPTIONS = {
              "pruned true); false: every skill is scored",
     "scene_details": "the scene line names what each object is (the kitchen file's attributes) "
                      "and where trash goes, for an adapter whose prompt has scene_details: true",
+    "ask_epsilon": "ask the person when the step's conformal prediction set, which holds a "
+                   "right next skill with probability 1 - ask_epsilon, holds skills that do "
+                   "different things (0: never ask; e.g. 0.1)",
+    "ask_calibration_file": "the conformal calibration (saycan calibrate; '' = the shipped one "
+                            "of the default model, models/ask_calibration_smollm2.json)",
+    "answer_timeout_s": "seconds a question waits on saycan/answer before the plan ends failed",
 }
 
 
@@ -145,6 +165,7 @@ class PlannerNode(Node):
                              f"saycan eval)")
         if self.params["max_steps"] < 1:
             raise ValueError("max_steps must be at least 1")
+        self.ask_policy = _ask_policy(self.params)
         kitchen = self.kitchen = load_kitchen(self.params["kitchen_file"] or None)
         self.skills = load_skills(kitchen, self.params["skills_file"] or None)
         # The plan in hand: claimed (busy), its cancel flag, its Planner once built. The flag is
@@ -180,6 +201,12 @@ class PlannerNode(Node):
         self.result_pub = self.create_publisher(PlanResultMsg, RESULT_TOPIC, LATCHED_QOS)
         self.create_subscription(String, INSTRUCTION_TOPIC, self.on_instruction, 10)
         self.create_service(Trigger, CANCEL_SERVICE, self.on_cancel)
+        self.question_pub = self.create_publisher(Question, QUESTION_TOPIC, LATCHED_QOS)
+        self.create_service(AnswerQuestion, ANSWER_SERVICE, self.on_answer,
+                            callback_group=ReentrantCallbackGroup())
+        self._question_lock = threading.Lock()
+        self._questions = 0                 # questions asked since start (their ids)
+        self._open: _OpenQuestion | None = None
         self.action_server = ActionServer(
             self, FollowInstruction, FOLLOW_ACTION, execute_callback=self._execute_goal,
             goal_callback=self._on_goal, cancel_callback=self._on_goal_cancel,
@@ -333,7 +360,11 @@ class PlannerNode(Node):
                                         on_decision=lambda r: self._on_decision(instruction, r),
                                         on_step=lambda r: self._on_step(instruction, r),
                                         describe=self._scene, cancel_event=self._cancel,
-                                        refresh_scene=self.params["refresh_scene"])
+                                        refresh_scene=self.params["refresh_scene"],
+                                        ask_policy=self.ask_policy,
+                                        ask=(lambda q: self._ask_person(instruction, q))
+                                        if self.ask_policy is not None else None,
+                                        world_state=self._state_now)
                 planner = self._planner
             self._publish_status(PlanStatus.STATE_PLANNING, instruction, 0, "planning", [])
             result = planner.run(instruction, self._current_revision())
@@ -375,6 +406,79 @@ class PlannerNode(Node):
                                 "world state").state
         except ServiceCallError:
             return WorldState()
+
+    def _state_now(self):
+        """The world now as the asking code reads it (robot_at, holding, objects), or None."""
+        import types
+        if not self.state_client.service_is_ready():
+            return None
+        try:
+            response = call_service(self, self.state_client, GetWorldState.Request(), 2.0,
+                                    "world state")
+            state = json.loads(response.state_json)
+        except (ServiceCallError, ValueError):
+            return None
+        return types.SimpleNamespace(robot_at=state.get("robot_at"),
+                                     holding=state.get("holding"),
+                                     objects=dict(state.get("objects") or {}))
+
+    # -- asking for help -----------------------------------------------------------------------
+    def _ask_person(self, instruction: str, question: asking.Question) -> asking.Answer:
+        """Publish ``question`` and wait for its answer on saycan/answer (the planner's asker).
+        Raises NoAnswer after answer_timeout_s, or at once when the plan is cancelled."""
+        timeout = float(self.params["answer_timeout_s"])
+        with self._question_lock:
+            self._questions += 1
+            pending = self._open = _OpenQuestion(self._questions, question)
+        msg = Question(id=pending.id, instruction=instruction, step=int(question.step),
+                       text=question.text, options=list(question.options),
+                       probabilities=[float(p) for p in question.probabilities],
+                       timeout_s=timeout)
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.question_pub.publish(msg)
+        self._publish_status(PlanStatus.STATE_ASKING, instruction, question.step,
+                             f"question {pending.id}: {question.text}", self._plan)
+        publish = self._feedback
+        if publish is not None:
+            publish(FollowInstruction.Feedback(
+                step=int(question.step), state=PlanStatus.STATE_ASKING,
+                top_skills=list(question.options),
+                top_scores=[float(p) for p in question.probabilities], message=question.text))
+        deadline = time.monotonic() + timeout
+        try:
+            while not pending.answered.wait(0.1):
+                if self._cancel.is_set():
+                    raise asking.NoAnswer("cancelled while waiting")
+                if time.monotonic() > deadline:
+                    raise asking.NoAnswer(f"nobody answered within {timeout:g} s")
+        finally:
+            with self._question_lock:
+                if self._open is pending:
+                    self._open = None
+        return pending.answer
+
+    def on_answer(self, request, response):
+        with self._question_lock:
+            pending = self._open
+            if pending is None or pending.answered.is_set():
+                response.accepted, response.message = False, "no question is open"
+                return response
+            if request.question_id not in (0, pending.id):
+                response.accepted = False
+                response.message = (f"question {request.question_id} is not open (the open one "
+                                    f"is {pending.id})")
+                return response
+            n = len(pending.question.options)
+            if request.choice > n:
+                response.accepted = False
+                response.message = f"choice {request.choice} is not 0..{n} (0: something else)"
+                return response
+            pending.answer = asking.Answer(request.choice - 1 if request.choice else None)
+            pending.answered.set()
+        chosen = (pending.question.options[request.choice - 1] if request.choice
+                  else asking.NONE_OF_THEM)
+        response.accepted, response.message = True, f"question {pending.id}: {chosen}"
+        return response
 
     def _scene(self) -> str:
         """The scene line of the world now (the language scorer shows it with the instruction
@@ -424,6 +528,35 @@ class PlannerNode(Node):
         self.result_pub.publish(plan_result_to_msg(result, self.get_clock().now().to_msg()))
         self._publish_status(_node_state(result), result.instruction, len(result.steps),
                              result.message, result.plan)
+
+
+class _OpenQuestion:
+    """A question waiting for its answer."""
+
+    def __init__(self, ident: int, question: asking.Question):
+        self.id, self.question = ident, question
+        self.answered = threading.Event()
+        self.answer: asking.Answer | None = None
+
+
+def _ask_policy(params) -> asking.ConformalAsk | None:
+    """The conformal ask policy of the node's parameters, or None (ask_epsilon 0: never ask).
+    A bad epsilon, timeout or calibration file is a ValueError naming the parameter."""
+    epsilon = float(params["ask_epsilon"])
+    if epsilon == 0.0:
+        return None
+    if not 0.0 < epsilon < 1.0:
+        raise ValueError(f"ask_epsilon must be 0 (never ask) or in (0, 1), got {epsilon:g}")
+    if not float(params["answer_timeout_s"]) > 0.0:
+        raise ValueError(f"answer_timeout_s must be > 0, got {params['answer_timeout_s']}")
+    path = params["ask_calibration_file"] or asking.default_calibration("smollm2-135m")
+    if not path:
+        raise ValueError("ask_epsilon is set but there is no calibration: give "
+                         "ask_calibration_file (saycan calibrate makes one)")
+    try:
+        return asking.Calibration.load(path).policy(epsilon)
+    except ValueError as exc:
+        raise ValueError(f"ask_calibration_file: {exc}") from None
 
 
 #: Seconds a cancelled skill's executor has to stop it and answer before the planner stops
