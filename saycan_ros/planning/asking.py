@@ -194,9 +194,14 @@ class Calibration:
             d = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
             raise ValueError(f"{path}: not a calibration file ({exc})") from None
-        if not isinstance(d, dict) or d.get("format") != CALIBRATION_FORMAT:
-            raise ValueError(f"{path}: calibration format {d.get('format') if isinstance(d, dict) else d!r}, "
+        if not isinstance(d, dict):
+            raise ValueError(f"{path}: a calibration file holds a JSON object, not "
+                             f"{type(d).__name__} (rebuild it: saycan calibrate)")
+        if d.get("format") != CALIBRATION_FORMAT:
+            raise ValueError(f"{path}: calibration format {str(d.get('format'))[:40]!r}, "
                              f"expected {CALIBRATION_FORMAT} (rebuild it: saycan calibrate)")
+        if not isinstance(d.get("data") or {}, dict):
+            raise ValueError(f"{path}: data must be an object (how the calibration was made)")
         try:
             scores = [float(s) for s in d["scores"]]
             heldout = [float(s) for s in d["heldout"]]

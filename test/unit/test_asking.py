@@ -86,6 +86,18 @@ def test_calibration_file_round_trip_and_checks(tmp_path):
     path.write_text("{not json")
     with pytest.raises(ValueError, match="not a calibration file"):
         Calibration.load(path)
+    path.write_text("[0.1, 0.2]")
+    with pytest.raises(ValueError, match="holds a JSON object, not list"):
+        Calibration.load(path)
+    path.write_text(json.dumps({"format": 1, "scores": [0.1], "heldout": [], "data": [1]}))
+    with pytest.raises(ValueError, match="data must be an object"):
+        Calibration.load(path)
+    path.write_text(json.dumps({"format": 1, "scores": "0.5", "heldout": []}))
+    with pytest.raises(ValueError, match="lists of numbers"):
+        Calibration.load(path)
+    path.write_text(json.dumps({"format": 1, "scores": [float("nan")], "heldout": []}))
+    with pytest.raises(ValueError, match=r"in \[0, 1\]"):
+        Calibration.load(path)
 
 
 class TwoReadings:
