@@ -4,6 +4,7 @@
 #   make demo       plan and execute the spilled-coke instruction in the simulated kitchen
 #   make test       the test suite (sets up .venv first if needed; TESTS=test/unit: ROS-free only)
 #   make bench      scoring and simulator benchmarks -> bench-results/*.json
+#   make launch-wheels  ROS 2 launch into .venv, for `saycan launch` (make test does it too)
 #   make clean      build trees and caches (keeps .venv); make distclean also removes .venv
 #
 # The package is installed with `pip install --no-build-isolation -e .`: edits to
@@ -21,7 +22,7 @@ PIP := $(VPY) -m pip
 DEPS_STAMP := $(VENV)/.saycan-deps.stamp
 PKG_STAMP := $(VENV)/.saycan-pkg.stamp
 REQUIREMENTS := requirements/torch.txt requirements/runtime.txt requirements/build.txt requirements/dev.txt
-BUILD_INPUTS := CMakeLists.txt package.xml pyproject.toml setup.py $(wildcard msg/*.msg srv/*.srv action/*.action cmake/*)
+BUILD_INPUTS := CMakeLists.txt package.xml pyproject.toml setup.py $(wildcard msg/*.msg srv/*.srv action/*.action cmake/* vendor/*.cmake vendor/*/* vendor/*/*/*)
 BENCH_DIR := bench-results
 TESTS := test                # make test TESTS=test/unit: the ROS-free half
 DEMO_INSTRUCTION := I spilled my coke, can you bring me something to clean it up?
@@ -33,10 +34,10 @@ demo: export ROS_DOMAIN_ID := 57
 test: export ROS_DOMAIN_ID := 58
 bench: export ROS_DOMAIN_ID := 59
 
-.PHONY: help venv demo test bench clean distclean speech-tools
+.PHONY: help venv demo test bench clean distclean speech-tools launch-wheels
 
 help:
-	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,13p' Makefile | sed 's/^# \{0,1\}//'
 
 venv: $(PKG_STAMP)
 
@@ -61,8 +62,17 @@ demo: venv
 	$(VENV)/bin/saycan run "$(DEMO_INSTRUCTION)"
 
 # -P: the source tree is not put on sys.path ahead of the installed package
-test: venv speech-tools
+test: venv speech-tools launch-wheels
 	$(VPY) -P -m pytest $(TESTS) -q
+
+# ROS 2 launch (launch, launch_ros), not on PyPI: wheels from ../shared/wheels (or
+# SAYCAN_LAUNCH_WHEELS), their hashes checked against requirements/launch-wheels.sha256.
+# `saycan launch` and the real launch tests need them; without the folder those tests skip.
+LAUNCH_STAMP := $(VENV)/.saycan-launch.stamp
+launch-wheels: $(LAUNCH_STAMP)
+
+$(LAUNCH_STAMP): $(PKG_STAMP) requirements/launch-wheels.sha256
+	@scripts/install-launch-wheels $(VPY) && touch $@ || { rc=$$?; [ $$rc = 3 ] || exit $$rc; }
 
 # espeak-ng makes the spoken test audio of the voice path (a Debian package, not on PyPI):
 # installed when missing and apt-get can (root); otherwise those tests say they were skipped.

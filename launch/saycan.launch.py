@@ -13,23 +13,48 @@ import uuid
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import (DeclareLaunchArgument, IncludeLaunchDescription,
+from launch.actions import (DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction,
                             SetEnvironmentVariable)
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 
-def generate_launch_description():
-    share = get_package_share_directory("saycan_ros")
+#: launch arguments that set a node parameter only when given: '' leaves params_file's value
+OVERRIDES = {"llm_scorer": ("model", "kitchen_file"), "affordance": ("kitchen_file",),
+             "skill_executor": ("kitchen_file",),
+             "planner": ("strategy", "ask_epsilon", "kitchen_file")}
+
+
+def given(context, names) -> dict:
+    """The launch arguments among ``names`` that were given a value, as parameters (typed from
+    their text as ROS does); the others leave the parameter file's values alone."""
+    return {name: LaunchConfiguration(name) for name in names
+            if LaunchConfiguration(name).perform(context) != ""}
+
+
+def graph_nodes(context, session: str) -> list:
     params_file = LaunchConfiguration("params_file")
-    strategy = LaunchConfiguration("strategy")
-    ask_epsilon = LaunchConfiguration("ask_epsilon")
-    model = LaunchConfiguration("model")
     namespace = LaunchConfiguration("namespace")
     sim_time = {"use_sim_time": LaunchConfiguration("use_sim_time")}
-    kitchen = {"kitchen_file": LaunchConfiguration("kitchen_file")}
+
+    def node(name, extra=(), **kwargs):
+        return Node(package="saycan_ros", executable=name, name=name, namespace=namespace,
+                    parameters=[params_file, sim_time, *extra, given(context, OVERRIDES[name])],
+                    output="screen", **kwargs)
+    return [
+        node("llm_scorer"),
+        node("affordance"),
+        # respawned after a crash; the session (one per launch) lets it restore its world
+        node("skill_executor", [{"session": session}], respawn=True, respawn_delay=1.0),
+        node("planner"),
+    ]
+
+
+def generate_launch_description():
+    share = get_package_share_directory("saycan_ros")
     session = uuid.uuid4().hex          # this launch: a respawned executor restores its world
+    from_file = " ('' = params_file's)"
     return LaunchDescription([
         # DDS stays on this machine unless asked: SUBNET (or SYSTEM_DEFAULT) to reach a robot's
         # other computers, with SROS2 enclaves (README: "On a real robot").
@@ -45,27 +70,18 @@ def generate_launch_description():
         DeclareLaunchArgument("params_file",
                               default_value=os.path.join(share, "config", "saycan.yaml"),
                               description="ros__parameters for every node"),
-        DeclareLaunchArgument("strategy", default_value="saycan",
-                              description="saycan | no_vf"),
-        DeclareLaunchArgument("ask_epsilon", default_value="0.0",
+        DeclareLaunchArgument("strategy", default_value="",
+                              description="the planner's strategy: saycan | no_vf" + from_file),
+        DeclareLaunchArgument("ask_epsilon", default_value="",
                               description="> 0 (e.g. 0.1): the planner asks on saycan/question "
-                                          "when it does not know (answers on saycan/answer)"),
-        DeclareLaunchArgument("model", default_value="smollm2-135m",
-                              description="language model of the scorer"),
+                                          "when it does not know (answers on saycan/answer); "
+                                          "0: never" + from_file),
+        DeclareLaunchArgument("model", default_value="",
+                              description="language model of the scorer" + from_file),
         DeclareLaunchArgument("kitchen_file", default_value="",
                               description="your kitchen description (docs/your_robot.md) for "
-                                          "every node; '' = the built-in kitchen"),
-        Node(package="saycan_ros", executable="llm_scorer", name="llm_scorer", namespace=namespace,
-             parameters=[params_file, sim_time, kitchen, {"model": model}], output="screen"),
-        Node(package="saycan_ros", executable="affordance", name="affordance", namespace=namespace,
-             parameters=[params_file, sim_time, kitchen], output="screen"),
-        # respawned after a crash; the session (one per launch) lets it restore its world
-        Node(package="saycan_ros", executable="skill_executor", name="skill_executor", namespace=namespace,
-             parameters=[params_file, sim_time, kitchen, {"session": session}], output="screen",
-             respawn=True, respawn_delay=1.0),
-        Node(package="saycan_ros", executable="planner", name="planner", namespace=namespace,
-             parameters=[params_file, sim_time, kitchen,
-                         {"strategy": strategy, "ask_epsilon": ask_epsilon}], output="screen"),
+                                          "every node" + from_file),
+        OpaqueFunction(function=graph_nodes, args=[session]),
         # voice:=true, audio_file:=..., microphone:=true, rviz:=true (the arguments pass through)
         IncludeLaunchDescription(PythonLaunchDescriptionSource(
             os.path.join(share, "launch", "saycan_frontends.launch.py"))),

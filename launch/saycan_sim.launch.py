@@ -18,22 +18,52 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import (DeclareLaunchArgument, IncludeLaunchDescription,
+from launch.actions import (DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction,
                             SetEnvironmentVariable)
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 
+#: launch arguments that set a node parameter only when given: '' leaves the files' values
+OVERRIDES = {"llm_scorer": ("model", "kitchen_file"), "affordance": ("kitchen_file",),
+             "planner": ("strategy", "kitchen_file"), "navigate_skill": ("kitchen_file",),
+             "pick_skill": ("kitchen_file",), "place_skill": ("kitchen_file",)}
+
+
+def given(context, names) -> dict:
+    """The launch arguments among ``names`` that were given a value, as parameters (typed from
+    their text as ROS does); the others leave the parameter files' values alone."""
+    return {name: LaunchConfiguration(name) for name in names
+            if LaunchConfiguration(name).perform(context) != ""}
+
+
+def graph_nodes(context, config: str) -> list:
+    params_file = LaunchConfiguration("params_file")
+    executors_file = LaunchConfiguration("executors_file")
+
+    def node(name, params, extra=()):
+        return Node(package="saycan_ros", executable=name, name=name, output="screen",
+                    parameters=[params, *extra, given(context, OVERRIDES[name])])
+    kitchen = LaunchConfiguration("kitchen_file").perform(context)
+    return [
+        Node(package="saycan_ros", executable="kitchen_sim", name="kitchen_sim", output="screen",
+             parameters=[os.path.join(config, "kitchen_sim.yaml")]
+             + ([{"kitchen": kitchen}] if kitchen else [])),
+        node("navigate_skill", executors_file),
+        node("pick_skill", executors_file),
+        node("place_skill", executors_file),
+        node("llm_scorer", params_file),
+        node("affordance", params_file,
+             [{"affordance_file": LaunchConfiguration("affordance_file")}]),
+        node("planner", params_file, [{"registry_file": "skill_registry.yaml"}]),
+    ]
+
+
 def generate_launch_description():
     share = get_package_share_directory("saycan_ros")
     config = os.path.join(share, "config")
-    params_file = LaunchConfiguration("params_file")
-    executors_file = LaunchConfiguration("executors_file")
-    strategy = LaunchConfiguration("strategy")
-    model = LaunchConfiguration("model")
-    affordance_file = LaunchConfiguration("affordance_file")
-    kitchen = {"kitchen_file": LaunchConfiguration("kitchen_file")}
+    from_file = " ('' = params_file's)"
     return LaunchDescription([
         # DDS stays on this machine unless asked: SUBNET (or SYSTEM_DEFAULT) to reach a robot's
         # other computers, with SROS2 enclaves (README: "On a real robot").
@@ -47,32 +77,16 @@ def generate_launch_description():
         DeclareLaunchArgument("executors_file",
                               default_value=os.path.join(config, "skill_executors.yaml"),
                               description="ros__parameters of the skill executor nodes"),
-        DeclareLaunchArgument("strategy", default_value="saycan", description="saycan | no_vf"),
-        DeclareLaunchArgument("model", default_value="smollm2-135m",
-                              description="language model of the scorer"),
+        DeclareLaunchArgument("strategy", default_value="",
+                              description="the planner's strategy: saycan | no_vf" + from_file),
+        DeclareLaunchArgument("model", default_value="",
+                              description="language model of the scorer" + from_file),
         DeclareLaunchArgument("affordance_file", default_value="affordance_sim.yaml",
                               description="affordance models (learned pick value function)"),
         DeclareLaunchArgument("kitchen_file", default_value="",
                               description="your kitchen description (docs/your_robot.md) for "
-                                          "every node and the simulator; '' = the built-in one"),
-        Node(package="saycan_ros", executable="kitchen_sim", name="kitchen_sim",
-             parameters=[os.path.join(config, "kitchen_sim.yaml"),
-                         {"kitchen": LaunchConfiguration("kitchen_file")}], output="screen"),
-        Node(package="saycan_ros", executable="navigate_skill", name="navigate_skill",
-             parameters=[executors_file, kitchen], output="screen"),
-        Node(package="saycan_ros", executable="pick_skill", name="pick_skill",
-             parameters=[executors_file, kitchen], output="screen"),
-        Node(package="saycan_ros", executable="place_skill", name="place_skill",
-             parameters=[executors_file, kitchen], output="screen"),
-        Node(package="saycan_ros", executable="llm_scorer", name="llm_scorer",
-             parameters=[params_file, kitchen, {"model": model}], output="screen"),
-        Node(package="saycan_ros", executable="affordance", name="affordance",
-             parameters=[params_file, kitchen, {"affordance_file": affordance_file}],
-             output="screen"),
-        Node(package="saycan_ros", executable="planner", name="planner",
-             parameters=[params_file, kitchen, {"strategy": strategy,
-                                                "registry_file": "skill_registry.yaml"}],
-             output="screen"),
+                                          "every node and the simulator ('' = the files')"),
+        OpaqueFunction(function=graph_nodes, args=[config]),
         # voice:=true, audio_file:=..., microphone:=true, rviz:=true (the arguments pass through)
         IncludeLaunchDescription(PythonLaunchDescriptionSource(
             os.path.join(share, "launch", "saycan_frontends.launch.py"))),

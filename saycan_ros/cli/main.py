@@ -7,6 +7,7 @@
     saycan sim --render kitchen.png
     saycan check --kitchen my_kitchen.yaml
     saycan calibrate
+    saycan launch saycan_sim.launch.py [name:=value ...]
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")  # DDS stays
 #: One module per verb, each with ``register(subparsers)``; the order is ``saycan --help``'s.
 VERBS = ("saycan_ros.cli.run", "saycan_ros.cli.eval", "saycan_ros.cli.bench",
          "saycan_ros.cli.train", "saycan_ros.cli.eval_skill", "saycan_ros.cli.sim",
-         "saycan_ros.cli.check", "saycan_ros.cli.calibrate")
+         "saycan_ros.cli.check", "saycan_ros.cli.calibrate", "saycan_ros.cli.launching")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,11 +6,12 @@ The files live in ``config/`` at the repository root (a source checkout), or in
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from saycan_ros.core.paths import installed_candidates
 
 
 class ConfigError(ValueError):
@@ -25,13 +26,7 @@ def config_dir() -> Path:
     candidates = []
     if os.environ.get("SAYCAN_CONFIG_DIR"):
         candidates.append(Path(os.environ["SAYCAN_CONFIG_DIR"]))
-    candidates.append(Path(__file__).resolve().parents[2] / "config")   # saycan_ros/core/ -> checkout
-    candidates.append(Path(sys.prefix) / "share" / "saycan_ros" / "config")
-    try:  # a real ROS 2 install
-        from ament_index_python.packages import get_package_share_directory
-        candidates.append(Path(get_package_share_directory("saycan_ros")) / "config")
-    except Exception:  # noqa: BLE001 - ament index absent or package not installed there
-        pass
+    candidates += installed_candidates("config")
     for path in candidates:
         if (path / "kitchen.yaml").is_file():
             return path

@@ -33,14 +33,26 @@ def cache_dir(*parts: str) -> Path:
     return path
 
 
+def installed_candidates(folder: str) -> list[Path]:
+    """Where a data folder of the package (``config``, ``models``) may be, in order: the source
+    checkout, ``share/saycan_ros/<folder>`` of this Python's prefix (pip), then of the ament
+    index (a colcon install space, a ROS install)."""
+    candidates = [repo_root() / folder, Path(sys.prefix) / "share" / "saycan_ros" / folder]
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        candidates.append(Path(get_package_share_directory("saycan_ros")) / folder)
+    except Exception:  # noqa: BLE001 - ament index absent or package not installed there
+        pass
+    return candidates
+
+
 def models_dir() -> Path:
     """The shipped weights: ``SAYCAN_MODELS_DIR``, the source checkout's ``models/``, or
-    ``share/saycan_ros/models`` of an install prefix."""
+    ``share/saycan_ros/models`` of an install prefix (:func:`installed_candidates`)."""
     candidates = []
     if os.environ.get(MODELS_ENV):
         candidates.append(Path(os.environ[MODELS_ENV]))
-    candidates.append(repo_root() / "models")
-    candidates.append(Path(sys.prefix) / "share" / "saycan_ros" / "models")
+    candidates += installed_candidates("models")
     for path in candidates:
         if path.is_dir():
             return path

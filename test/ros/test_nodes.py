@@ -407,16 +407,25 @@ def test_speech_to_text_refuses_bad_parameters_and_reports_a_missing_file(ros, w
     probe.create_subscription(String, SPEECH_STATUS_TOPIC, lambda m: said.append(m.data),
                               SPEECH_STATUS_QOS)
     ros.add_node(probe)
+    with pytest.raises(ValueError, match="audio_file_wait_s must be >= 0"):
+        SpeechToTextNode(recogniser=whisper,
+                         parameter_overrides=[Parameter("audio_file_wait_s", value=-1.0)])
+    # the start-up file waits for a listener of the instruction topic (none in this
+    # namespace), at most audio_file_wait_s, then says so and goes on
     missing = str(tmp_path / "nothing.wav")
-    node = SpeechToTextNode(recogniser=whisper,
-                            parameter_overrides=[Parameter("audio_file", value=missing)])
+    node = SpeechToTextNode(recogniser=whisper, namespace="nobody_listens",
+                            parameter_overrides=[Parameter("audio_file", value=missing),
+                                                 Parameter("audio_file_wait_s", value=1.0)])
+    probe.create_subscription(String, "/nobody_listens/" + SPEECH_STATUS_TOPIC,
+                              lambda m: said.append(m.data), SPEECH_STATUS_QOS)
     ros.add_node(node)
     try:
         deadline = time.monotonic() + 10
-        while not said:
-            assert time.monotonic() < deadline, "no speech status"
+        while len(said) < 2:
+            assert time.monotonic() < deadline, f"speech status: {said}"
             time.sleep(0.05)
-        assert said == [f"error: file {missing!r}: no audio file {missing!r}"]
+        assert said[0].startswith("error: nobody listens on saycan/instruction after 1 s"), said
+        assert said[1:] == [f"error: file {missing!r}: no audio file {missing!r}"]
         assert node.heard == []
     finally:
         for n in (node, probe):

@@ -149,34 +149,70 @@ def test_interface_dependencies_declared(package):
 # ros2/geometry2 tf2_msgs/msg/TFMessage.msg, and the RIHS01 hash real tf2 nodes announce for it.
 TF_MESSAGE_UPSTREAM = "geometry_msgs/TransformStamped[] transforms\n"
 TF_MESSAGE_HASH = "RIHS01_e369d0f05a23ae52508854b66f6aa0437f3449d652e8cbf22d5abe85d020f087"
-VENDOR_TF2 = ROOT / "vendor" / "tf2_msgs"
+VENDOR = ROOT / "vendor"
+# package -> (its interface files, the packages they use): upstream's files only
+VENDORED = {"tf2_msgs": (["msg/TFMessage.msg"], "geometry_msgs"),
+            "composition_interfaces": (["srv/ListNodes.srv", "srv/LoadNode.srv",
+                                        "srv/UnloadNode.srv"], "rcl_interfaces")}
 
 
-def test_vendored_tf2_msgs_is_upstream_tfmessage_only(package):
-    """vendor/tf2_msgs: upstream's TFMessage.msg only, built only when no tf2_msgs is found."""
-    assert (VENDOR_TF2 / "msg" / "TFMessage.msg").read_bytes().decode("utf-8") == TF_MESSAGE_UPSTREAM
-    interfaces = sorted(p.relative_to(VENDOR_TF2).as_posix() for p in VENDOR_TF2.rglob("*")
+@pytest.mark.parametrize("name", sorted(VENDORED))
+def test_vendored_interfaces_are_upstream_files_built_only_where_missing(package, name):
+    """vendor/<name>: upstream's interface files, built only when find_package(<name>) fails."""
+    files, dependency = VENDORED[name]
+    root = VENDOR / name
+    interfaces = sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
                         if p.suffix in (".msg", ".srv", ".action"))
-    assert interfaces == ["msg/TFMessage.msg"]
+    assert interfaces == files
     catkin_pkg = pytest.importorskip("catkin_pkg.package")
-    vendored = catkin_pkg.parse_package(str(VENDOR_TF2 / "package.xml"))
+    vendored = catkin_pkg.parse_package(str(root / "package.xml"))
     vendored.validate()
-    assert vendored.name == "tf2_msgs"
+    assert vendored.name == name
     assert {g.name for g in vendored.member_of_groups} == {"rosidl_interface_packages"}
-    assert "geometry_msgs" in _names(vendored.build_depends) & _names(vendored.exec_depends)
+    assert dependency in _names(vendored.build_depends) & _names(vendored.exec_depends)
     vendor_cmake = "\n".join(line.split("#", 1)[0] for line in
-                             (VENDOR_TF2 / "CMakeLists.txt").read_text(encoding="utf-8").splitlines())
-    assert "project(tf2_msgs)" in vendor_cmake
-    assert re.search(r'rosidl_generate_interfaces\(\$\{PROJECT_NAME\}\s+"?msg/TFMessage\.msg"?\s+'
-                     r"DEPENDENCIES geometry_msgs\s*\)", vendor_cmake)
+                             (root / "CMakeLists.txt").read_text(encoding="utf-8").splitlines())
+    assert f"project({name})" in vendor_cmake
+    quoted = r"\s+".join(f'"?{re.escape(f)}"?' for f in files)
+    assert re.search(r"rosidl_generate_interfaces\(\$\{PROJECT_NAME\}\s+" + quoted +
+                     rf"\s+DEPENDENCIES {dependency}\s*\)", vendor_cmake)
+    # the marker of an installed vendored copy, written by the shared end macro
+    assert "saycan_vendored_end()" in vendor_cmake
+    assert "vendored_by_saycan_ros" in (VENDOR / "vendored_interfaces.cmake").read_text()
     # The parent build: only when find_package fails (or finds the copy it installed itself).
     code = _cmake_code()
-    assert "find_package(tf2_msgs QUIET)" in code
-    assert '"${CMAKE_CURRENT_SOURCE_DIR}/vendor/tf2_msgs"' in code
-    assert "vendored_by_saycan_ros" in vendor_cmake   # the marker of an installed vendored copy
-    assert "${tf2_msgs_DIR}/../vendored_by_saycan_ros" in code
+    assert f"saycan_vendor_interfaces({name})" in code
+    assert "find_package(${_pkg} QUIET)" in code
+    assert '"${CMAKE_CURRENT_SOURCE_DIR}/vendor/${_pkg}"' in code
+    assert "${${_pkg}_DIR}/../vendored_by_saycan_ros" in code
+
+
+def test_vendored_tf2_message_is_upstreams():
+    assert (VENDOR / "tf2_msgs" / "msg" / "TFMessage.msg").read_text(encoding="utf-8") \
+        == TF_MESSAGE_UPSTREAM
     # A ROS 2 workspace builds against, and runs with, the real tf2_msgs.
+    from catkin_pkg.package import parse_package
+    package = parse_package(str(ROOT / "package.xml"))
     assert "tf2_msgs" in _names(package.build_depends) & _names(package.exec_depends)
+
+
+def test_installed_composition_interfaces_are_upstreams_types():
+    """launch_ros imports these three at load time; their fields are upstream's."""
+    try:
+        from composition_interfaces.srv import ListNodes, LoadNode, UnloadNode
+    except ImportError:
+        pytest.skip("composition_interfaces not installed (package not built)")
+    assert LoadNode.Request.get_fields_and_field_types() == {
+        "package_name": "string", "plugin_name": "string", "node_name": "string",
+        "node_namespace": "string", "log_level": "uint8", "remap_rules": "sequence<string>",
+        "parameters": "sequence<rcl_interfaces/Parameter>",
+        "extra_arguments": "sequence<rcl_interfaces/Parameter>"}
+    assert LoadNode.Response.get_fields_and_field_types() == {
+        "success": "boolean", "error_messsage": "string", "full_node_name": "string",
+        "unique_id": "uint64"}
+    assert UnloadNode.Request.get_fields_and_field_types() == {"unique_id": "uint64"}
+    assert ListNodes.Response.get_fields_and_field_types() == {
+        "full_node_names": "sequence<string>", "unique_ids": "sequence<uint64>"}
 
 
 def test_installed_tf2_msgs_matches_upstream():
@@ -394,12 +430,13 @@ def _all_imports(path: Path) -> set[str]:
 
 def test_tests_are_split_into_unit_and_ros():
     """test/unit is ROS-free (no rclpy, no node module: plain pytest covers the core);
-    everything over DDS is in test/ros; no test file sits anywhere else."""
+    everything over DDS is in test/ros, and the real runs of the launch files in test/launch;
+    no test file sits anywhere else."""
     tests = ROOT / "test"
     stray = [p.name for p in tests.glob("*.py") if p.name != "conftest.py"]
     assert not stray, stray
     assert sorted(p.name for p in tests.iterdir() if p.is_dir() and p.name != "__pycache__") \
-        == ["ros", "unit"]
+        == ["launch", "ros", "unit"]
     ros_in_unit = {p.name: sorted(m for m in _all_imports(p)
                                   if m.split(".")[0] == "rclpy" or m.startswith(PKG + ".ros"))
                    for p in sorted((tests / "unit").glob("*.py"))}

@@ -10,6 +10,7 @@ from typing import Any, Callable
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.exceptions import ParameterException
 from rclpy.executors import (ExternalShutdownException, MultiThreadedExecutor, ShutdownException,
                              SingleThreadedExecutor)
 from rclpy.node import Node
@@ -247,7 +248,10 @@ def check_local_discovery() -> None:
 
 
 def spin_node(make_node: Callable[[], Node], args=None, threads: int = 4) -> None:
-    """Standard ``main()``: init, build the node, spin a multi-threaded executor, shut down."""
+    """Standard ``main()``: init, build the node, spin a multi-threaded executor, shut down.
+    A node that refuses its parameters (a value of the wrong type, or a ValueError/ConfigError
+    of its checks) exits with status 1 and one line saying why, the line a launch shows for the
+    process that died."""
     check_local_discovery()
     rclpy.init(args=args)
     node = None
@@ -258,6 +262,10 @@ def spin_node(make_node: Callable[[], Node], args=None, threads: int = 4) -> Non
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except (ValueError, ParameterException) as exc:
+        print(f"{getattr(make_node, '__name__', 'node')}: refused to start: {exc}",
+              file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
     finally:
         if node is not None:
             node.destroy_node()

@@ -20,6 +20,7 @@ Run: ``ros2 run saycan_ros speech_to_text --ros-args -p audio_file:=/tmp/say.wav
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -49,6 +50,7 @@ DEFAULTS = {
     "language": "en",
     "kitchen_prompt": True,
     "audio_file": "",
+    "audio_file_wait_s": 120.0,
     "microphone": False,
     "mic_threshold": 0.02,
     "mic_silence_s": 0.8,
@@ -60,6 +62,8 @@ DESCRIPTIONS = {
     "language": "spoken language code for Whisper ('' = detect)",
     "kitchen_prompt": "give Whisper the kitchen's object and place names as its initial prompt",
     "audio_file": "a WAV file transcribed once at start ('' = none)",
+    "audio_file_wait_s": "audio_file: the longest wait (s) for a subscriber of the instruction "
+                         "topic (the planner) before the file is transcribed (>= 0)",
     "microphone": "listen on the default input device (needs PortAudio and sounddevice)",
     "mic_threshold": "RMS level (0..1) above which a microphone block counts as speech",
     "mic_silence_s": "quiet (s) that ends a microphone utterance",
@@ -75,6 +79,9 @@ class SpeechToTextNode(Node):
                              f"got {p['recogniser']!r}")
         if int(p["threads"]) < 1 or int(p["beam_size"]) < 1:
             raise ValueError("speech_to_text: threads and beam_size must be >= 1")
+        if not float(p["audio_file_wait_s"]) >= 0:
+            raise ValueError("speech_to_text: audio_file_wait_s must be >= 0, "
+                             f"got {p['audio_file_wait_s']!r}")
         self.recogniser = recogniser or make_recogniser(
             p["recogniser"], threads=int(p["threads"]), beam_size=int(p["beam_size"]),
             language=p["language"],
@@ -88,12 +95,21 @@ class SpeechToTextNode(Node):
         self.create_subscription(String, FILE_TOPIC, self._on_file, 5, callback_group=group)
         self._lock = threading.Lock()
         if p["audio_file"]:
+            self._started, self._file_wait_s = time.monotonic(), float(p["audio_file_wait_s"])
             self._once = self.create_timer(0.5, lambda: self._start_file(p["audio_file"]),
                                            callback_group=group)
         if p["microphone"]:
             self._listen(float(p["mic_threshold"]), float(p["mic_silence_s"]))
 
     def _start_file(self, path: str) -> None:
+        """The start-up file, once the planner listens: started with it in one launch, the
+        planner may still be loading when the transcript is ready (a message nobody hears)."""
+        waited = time.monotonic() - self._started
+        if self.pub_instruction.get_subscription_count() == 0:
+            if waited < self._file_wait_s:
+                return                      # the timer calls again
+            self._status(f"error: nobody listens on {INSTRUCTION_TOPIC} after {waited:.0f} s: "
+                         f"transcribing {path!r} anyway")
         self._once.cancel()
         self._from(lambda: read_wav(path), f"file {path!r}")
 
