@@ -43,8 +43,8 @@ def test_a_launch_file_is_a_path_or_a_name_in_the_share_folder(tmp_path, monkeyp
         launch_file("x.launch.py")
 
 
-def test_an_install_space_finds_its_models_and_config_through_the_ament_index(tmp_path,
-                                                                             monkeypatch):
+def test_an_install_space_finds_its_models_and_config_through_the_ament_index(
+        tmp_path, monkeypatch):
     """A colcon install: the package sits in lib/python3.X/site-packages (no models/ beside
     it), the weights and config in share/saycan_ros of a prefix on AMENT_PREFIX_PATH."""
     from saycan_ros.core import config, paths
