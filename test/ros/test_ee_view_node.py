@@ -103,9 +103,9 @@ def test_ee_view_node_rejects_joint_names_it_cannot_use(graph):
             Parameter("joint_names", value=["arm_lift_joint", "arm_yaw_joint"])])
 
 
-def test_kitchen_sim_runs_without_the_view_on_a_camera_it_does_not_have(graph):
-    """A misspelt ``ee_view_camera`` is logged and the simulator runs on without the view
-    (rather than crashing the robot's whole simulation)."""
+def test_kitchen_sim_starts_without_the_view_on_a_camera_it_does_not_have(graph):
+    """A misspelt ``ee_view_camera``: the simulator node is made, with its head camera and
+    without the view (rather than a crash of the robot's whole simulation)."""
     from rclpy.parameter import Parameter
 
     from saycan_ros.ros.nodes.kitchen_sim_node import KitchenSimNode

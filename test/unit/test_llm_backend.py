@@ -364,6 +364,14 @@ def test_tiny_generate_sampling_is_seeded(tiny):
                       temperature=1.0, seed=1, stop=())
     assert [g.text for g in a] == [g.text for g in b] and len(a) == 3
     assert all(g.num_tokens <= 6 and np.isfinite(g.mean_logprob) for g in a)
+    # it samples (greedy decoding would pass the lines above): the three drawn in one call,
+    # and the draws of other seeds, are not all the same text
+    draws = [tuple(g.text for g in tiny.generate(TINY_PREFIX, TINY_QUERY, max_new_tokens=6,
+                                                 num_samples=3, temperature=1.0, seed=seed,
+                                                 stop=()))
+             for seed in (2, 3, 4)]
+    assert len({g.text for g in a}) > 1
+    assert len(set(draws + [tuple(g.text for g in a)])) > 1
 
 
 def test_nan_model_raises_clear_error():

@@ -478,7 +478,9 @@ def test_training_can_continue_an_adapter_and_records_which():
     assert identity["data_version"] == json.loads((shipped / "planner.json").read_text())["data_version"]
 
 
-def test_the_step_prompt_asks_the_planner_to_refresh_the_scene():
+def test_the_step_prompt_sets_the_scorers_scene_refresh_flag():
+    """The flags only: what the planner does with them is
+    test_planner_reads_the_scene_at_the_start_and_after_each_put_down_if_asked."""
     from saycan_ros.planning.language import LanguageScorer
     for name, refresh in (("prompt_adapter.yaml", False), ("prompt_adapter_step.yaml", True)):
         scorer = LanguageScorer.__new__(LanguageScorer)

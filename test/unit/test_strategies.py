@@ -143,8 +143,8 @@ TASKS = {  # cheap, varied tasks: a pick where the robot stands, a fetch, a navi
 
 
 @pytest.mark.parametrize("strategy", list(TASKS))
-def test_strategy_produces_valid_plans_on_real_tasks(strategy, vocabulary, test_scorer,
-                                                     resources, public_tasks):
+def test_strategy_plans_real_tasks_with_skills_of_the_repertoire(
+        strategy, vocabulary, test_scorer, resources, public_tasks):
     tasks = [t for t in public_tasks if t.id in TASKS[strategy]]
     report = evaluate(tasks, kitchen=vocabulary.kitchen, skills=vocabulary.skills,
                       language_scorer=test_scorer, affordance_scorer=load_affordance(),
