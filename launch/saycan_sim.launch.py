@@ -66,7 +66,7 @@ def generate_launch_description():
     from_file = " ('' = params_file's)"
     return LaunchDescription([
         # DDS stays on this machine unless asked: SUBNET (or SYSTEM_DEFAULT) to reach a robot's
-        # other computers, with SROS2 enclaves (README: "On a real robot").
+        # other computers, with SROS2 enclaves (docs/install.md: "On a real robot").
         DeclareLaunchArgument("discovery_range", default_value="LOCALHOST",
                               description="ROS_AUTOMATIC_DISCOVERY_RANGE of every node: "
                                           "LOCALHOST | SUBNET | SYSTEM_DEFAULT | OFF"),

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 #: The default planning model: of the shipped offline models, SmolLM2-135M planned better with
-#: config/prompt.yaml and is twice as fast as Gemma-3-270M (README, Results).
+#: config/prompt.yaml and is twice as fast as Gemma-3-270M (docs/evaluation.md, Results).
 DEFAULT_MODEL = "smollm2-135m"
 BACKEND_TYPES = ("transformers", "openai")
 DTYPES = ("float32", "bfloat16")

@@ -143,7 +143,6 @@ def test_timeout_leaves_the_arm_stopped(graph):
     graph.reset(EASY, seed=4)
     result = graph.router.execute("pick up the coke can", 1.0)
     assert not result.success and "timed out after 1 s" in result.message, result.message
-    assert result.duration_s < 1.0 + WIND_DOWN_S             # the executor's own time
     assert graph.arm_still()
     assert graph.state()["holding"] == ""
 
@@ -165,7 +164,7 @@ def test_pick_node_passes_the_executor_contract(graph):
     graph.reset({**EASY, "absent": [*EASY["absent"], "coke can"], "objects": {}}, seed=5)
     router = RoutingExecutor(graph.client, load_registry(None, graph.skills), timeout_s=120.0)
     results = check_skill_executor(router, ["pick up the coke can"],
-                                   timeout_probe=TimeoutProbe("pick up the coke can", 1.0, 3.0),
+                                   timeout_probe=TimeoutProbe("pick up the coke can", 1.0, WIND_DOWN_S),
                                    name="pick_skill")
     assert not results[0].success and "nothing in the gripper" in results[0].message
 
