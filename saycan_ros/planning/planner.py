@@ -98,7 +98,7 @@ class StepRecord:
 class PlanResult:
     instruction: str
     strategy: str
-    state: str = "planning"          # succeeded | failed | cancelled | max_steps
+    state: str = "planning"          # succeeded | failed | cancelled | max_steps | rejected
     message: str = ""
     steps: list[StepRecord] = field(default_factory=list)
 
@@ -254,7 +254,8 @@ class Planner:
                  max_failures: int = 0, describe: Callable[[], str] | None = None,
                  cancel_event: threading.Event | None = None, refresh_scene: bool = False,
                  ask_policy: AskPolicy | None = None, ask: Asker | None = None,
-                 world_state: Callable[[], Any] | None = None):
+                 world_state: Callable[[], Any] | None = None,
+                 refuse: Callable[[str], str] | None = None):
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         if max_failures < 0:
@@ -282,6 +283,9 @@ class Planner:
         # The world's state now (robot_at, holding, objects), when the caller knows it: skills
         # that would change nothing are no candidates (planning.asking.without_no_ops)
         self.world_state = world_state
+        # Why an instruction cannot be done at all ("" when it may be): then nothing moves and
+        # the plan ends rejected with that reason (planning.refusal.Refusals.why_not)
+        self.refuse = refuse
         # Given by a caller that acknowledges cancels before the plan starts (the planner node):
         # a cancel holds from the moment it is set, even before run() begins.
         self.cancel_event = cancel_event if cancel_event is not None else threading.Event()
@@ -314,6 +318,9 @@ class Planner:
         candidates = self.skills.texts
         revision = start_revision
         failures = 0
+        reason = self.refuse(instruction) if self.refuse is not None else ""
+        if reason:
+            return self._end(result, "rejected", reason)
         self.strategy.reset(instruction)
         scene = self._scene(result, "")
         for step in range(1, self.max_steps + 1):

@@ -105,6 +105,22 @@ def test_the_action_gives_feedback_per_step_and_a_typed_result(graph):
     assert graph.getFeedback() is graph.feedback[-1]
 
 
+def test_an_impossible_request_is_refused_before_anything_moves(graph):
+    """"I can't ...": the plan ends rejected with the reason, as the action's result and on
+    the result topic; no skill ran, the world is as it was."""
+    accepted, result = follow(graph, "Open the fridge.")        # (it resets the world)
+    assert accepted and not result["success"] and result["state"] == "rejected", result
+    assert result["message"].startswith("I can't open things"), result
+    assert result["plan"] == [] and result["steps"] == []
+    graph.reset_world(None)
+    fresh = graph.world_state()
+    for key in ("robot_at", "holding", "objects"):                # as it started: nothing moved
+        assert result["final_state"][key] == fresh[key], key
+    result = run(graph, "Bring me a banana.")
+    assert result["state"] == "rejected" and result["message"] == \
+        "I can't: there is no banana here", result
+
+
 def test_each_step_is_drawn_above_the_robot_for_rviz(graph):
     from visualization_msgs.msg import MarkerArray
     texts = []

@@ -55,6 +55,7 @@ from saycan_ros.planning.scene import scene_line
 from saycan_ros.core.skills import load_skills
 from saycan_ros.srv import AnswerQuestion, ExecuteSkill, GetWorldState, SkillScore
 from saycan_ros.planning import asking
+from saycan_ros.planning.refusal import load_refusals
 from saycan_ros.core.tasks import TaskError, check_instruction
 
 DEFAULTS = {
@@ -74,6 +75,8 @@ DEFAULTS = {
     "ask_epsilon": 0.0,            # > 0: ask when the conformal set (coverage 1 - eps) is not one
     "ask_calibration_file": "",    # "" = models/ask_calibration_smollm2.json (the default model)
     "answer_timeout_s": 60.0,      # a question unanswered this long ends the plan failed
+    "refuse_impossible": True,     # "I can't ...": an action no skill does, a thing not here
+    "refusals_file": "",           # "" = config/refusals.yaml
 }
 DESCRIPTIONS = {
     "strategy": "how the next skill is chosen: saycan (LLM x affordance) or no_vf (LLM only)",
@@ -97,6 +100,11 @@ DESCRIPTIONS = {
     "ask_epsilon": "ask the person when the step's conformal prediction set, which holds a "
                    "right next skill with probability 1 - ask_epsilon, holds skills that do "
                    "different things (0: never ask; e.g. 0.1)",
+    "refuse_impossible": "end a plan before anything moves, status rejected with the reason, "
+                         "when the instruction needs an action no skill does or an everyday "
+                         "thing the kitchen does not have (config/refusals.yaml, "
+                         "config/planner_lexicon.yaml)",
+    "refusals_file": "the actions the robot cannot do ('' = config/refusals.yaml)",
     "ask_calibration_file": "the conformal calibration (saycan calibrate; '' = the shipped one "
                             "of the default model, models/ask_calibration_smollm2.json)",
     "answer_timeout_s": "seconds a question waits on saycan/answer before the plan ends failed",
@@ -168,6 +176,9 @@ class PlannerNode(Node):
         self.ask_policy = _ask_policy(self.params)
         kitchen = self.kitchen = load_kitchen(self.params["kitchen_file"] or None)
         self.skills = load_skills(kitchen, self.params["skills_file"] or None)
+        self.refusals = load_refusals(kitchen, self.params["refusals_file"] or None,
+                                      synonyms=None if not self.params["kitchen_file"] else {}) \
+            if self.params["refuse_impossible"] else None
         # The plan in hand: claimed (busy), its cancel flag, its Planner once built. The flag is
         # made when the plan is claimed, so a cancel acknowledged at any moment after that holds.
         self._busy = threading.Lock()
@@ -364,7 +375,9 @@ class PlannerNode(Node):
                                         ask_policy=self.ask_policy,
                                         ask=(lambda q: self._ask_person(instruction, q))
                                         if self.ask_policy is not None else None,
-                                        world_state=self._state_now)
+                                        world_state=self._state_now,
+                                        refuse=self.refusals.why_not
+                                        if self.refusals is not None else None)
                 planner = self._planner
             self._publish_status(PlanStatus.STATE_PLANNING, instruction, 0, "planning", [])
             result = planner.run(instruction, self._current_revision())
@@ -574,7 +587,8 @@ def _node_state(result: PlanResult | None) -> str:
     if result is None:
         return PlanStatus.STATE_FAILED
     return {"succeeded": PlanStatus.STATE_SUCCEEDED,
-            "cancelled": PlanStatus.STATE_CANCELLED}.get(result.state, PlanStatus.STATE_FAILED)
+            "cancelled": PlanStatus.STATE_CANCELLED,
+            "rejected": PlanStatus.STATE_REJECTED}.get(result.state, PlanStatus.STATE_FAILED)
 
 
 def main(args=None) -> None:

@@ -1,0 +1,91 @@
+"""Saying "I can't" (saycan_ros/planning/refusal.py): impossible requests are refused with the
+reason before anything moves; no possible task of any task file is refused."""
+import glob
+from pathlib import Path
+
+import pytest
+import yaml
+
+from saycan_ros.core.config import ConfigError
+from saycan_ros.core.kitchen import load_kitchen
+from saycan_ros.planning.refusal import load_refusals
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def refusals():
+    return load_refusals(load_kitchen())
+
+
+def test_actions_no_skill_does_and_things_the_kitchen_lacks_are_refused_with_the_reason(
+        refusals):
+    assert refusals.why_not("Open the fridge.").startswith("I can't open things:")
+    assert refusals.why_not("Could you please wash the dishes?").startswith(
+        "I can't wash things:")
+    assert refusals.why_not("Go to the table and then turn on the lights.").startswith(
+        "I can't switch things on or off:")
+    assert refusals.why_not("Bring me a banana.") == "I can't: there is no banana here"
+    assert refusals.why_not("Throw away the paper towel.") == \
+        "I can't: there are no paper towels here"
+
+
+def test_the_kitchens_own_names_negations_and_compounds_are_not_refused(refusals):
+    for possible in ("Bring me the lime soda.",          # "lime" is in the lexicon
+                     "Bring me a lemon-lime soda.",      # a compound word, not a lemon
+                     "Bring me a fruit that is not a banana.",
+                     "I'd like a snack without nuts.",
+                     "Bring me some water.",             # the built-in water bottle's name
+                     "Make your way back to the table.",
+                     "I spilled my coke, can you help me clean it up?"):
+        assert refusals.why_not(possible) == "", possible
+
+
+def test_no_possible_task_of_any_task_file_is_refused():
+    files = sorted(glob.glob(str(ROOT / "config" / "tasks*.yaml"))) + \
+        [str(ROOT / "config" / "asking_dev.yaml")] + \
+        sorted(glob.glob(str(ROOT / "config" / "dev_kitchens" / "*_tasks.yaml")))
+    refused = []
+    for path in files:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        kitchen = data.get("kitchen")
+        refusals = load_refusals(load_kitchen(Path(path).parent / kitchen if kitchen else None),
+                                 synonyms={} if kitchen else None)
+        refused += [(path, t["text"]) for t in data["instructions"]
+                    if refusals.why_not(t["text"])]
+    assert not refused, refused
+
+
+def test_the_impossible_development_set(refusals):
+    """config/impossible_dev.yaml: 19 of its 24 are refused (the rest name things or actions
+    that neither word list knows: a pizza slice, grapes, a phone, a dog, a towel)."""
+    data = yaml.safe_load((ROOT / "config" / "impossible_dev.yaml").read_text(encoding="utf-8"))
+    refused = [t["id"] for t in data["instructions"] if refusals.why_not(t["text"])]
+    assert len(data["instructions"]) >= 15
+    assert len(refused) >= 19, refused
+
+
+def test_a_bad_refusals_file_is_one_line(tmp_path):
+    bad = tmp_path / "refusals.yaml"
+    bad.write_text("actions: [open, wash]\n")
+    with pytest.raises(ConfigError, match="'actions' must map verb phrases"):
+        load_refusals(load_kitchen(), bad)
+
+
+def test_the_planner_ends_a_refused_plan_rejected_before_any_step(kitchen, skills):
+    from saycan_ros.core.world import SymbolicWorld
+    from saycan_ros.planning.local import WorldExecutor
+    from saycan_ros.planning.planner import Planner
+
+    class NeverAsked:
+        name = "never"
+
+        def reset(self, instruction):
+            raise AssertionError("a refused instruction must not be planned")
+
+    world = SymbolicWorld(kitchen, None)
+    planner = Planner(skills, NeverAsked(), WorldExecutor(world, skills),
+                      refuse=load_refusals(kitchen).why_not)
+    result = planner.run("Open the fridge.")
+    assert result.state == "rejected" and result.steps == [] and result.plan == []
+    assert result.message.startswith("I can't open things")
