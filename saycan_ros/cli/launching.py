@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -88,6 +89,9 @@ def cmd_launch(args) -> int:
             print(f"    '{argument.name}':\n        {argument.description}\n"
                   f"        (default: '{_describe(argument.default_value)}')")
         return 0
+    # Started by a script in the background (no job control), a process inherits SIGINT
+    # ignored, and so would every node: Ctrl-C / SIGINT must stop them all, as in a terminal.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     service = launch.LaunchService(argv=[f"{k}:={v}" for k, v in arguments],
                                    noninteractive=True, debug=args.debug)
     service.include_launch_description(launch.actions.IncludeLaunchDescription(
