@@ -92,6 +92,8 @@ class Refusals:
         for name in self.missing:
             for form in _plurals(name):
                 for match in _find(form, text):
+                    if re.match(r"\s+of\s+(?:\w+\s+)?#", text[match.end():]):
+                        continue     # "a cup of green tea": the kitchen's green tea, in a cup
                     before = text[:match.start()].split()[-4:]
                     if not any(n in " ".join(before).split() or f" {n} " in
                                f" {' '.join(before)} " for n in NEGATIONS):

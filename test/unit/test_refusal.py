@@ -37,6 +37,8 @@ def test_the_kitchens_own_names_negations_and_compounds_are_not_refused(refusals
                      "I'd like a snack without nuts.",
                      "Bring me some water.",             # the built-in water bottle's name
                      "Make your way back to the table.",
+                     "Bring me a cup of green tea.",     # a container of the kitchen's tea
+                     "Get me a glass of water.",
                      "I spilled my coke, can you help me clean it up?"):
         assert refusals.why_not(possible) == "", possible
 
