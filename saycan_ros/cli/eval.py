@@ -107,7 +107,7 @@ def cmd_eval(args) -> int:
                         0 if args.world == "symbolic" else 2)
     jobs = [EvalJob(model, strategy, llm, affordance_file or "", args.max_steps, args.world,
                     args.seed, world_options, max_failures, fault_rate, not args.no_prune,
-                    kitchen_file, ask)
+                    kitchen_file, ask, not args.no_refuse)
             for model in models for strategy in strategies]
     jsonl = open(args.jsonl, "a", encoding="utf-8") if args.jsonl else None
 
@@ -218,6 +218,9 @@ def register(sub) -> None:
     ev.add_argument("--jobs", type=int, default=1,
                     help="worker processes sharing the runs in chunks of tasks (symbolic or sim "
                          "world; same results as one process)")
+    ev.add_argument("--no-refuse", action="store_true",
+                    help="carry out every request: no 'I can't ...' for an action no skill does "
+                         "or a thing the kitchen lacks (the planner node's refuse_impossible)")
     ev.add_argument("--ask", type=float, default=None, metavar="EPS",
                     help="ask for help when the step's conformal prediction set (coverage "
                          "1 - EPS) is not one skill; a simulated person answers from the goal")

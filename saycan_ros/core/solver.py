@@ -298,6 +298,8 @@ def right_next_skills(task: Task, world: SymbolicWorld, skills: SkillSet, kitche
     the goal, all the goal's objects are searched together.
     """
     del kitchen  # the world carries its kitchen; kept for a uniform signature
+    if task.goal is None:      # an impossible request: no skill is right
+        return set()
     if task.goal.holds(world):
         return {skills.terminate.text}
     always = negated_objects(task.goal) | _held(world)

@@ -279,13 +279,19 @@ def parse_goal(text: str, kitchen: Kitchen) -> GoalExpr:
 
 
 # -- task files --------------------------------------------------------------------------------
+#: What a task expects of the planner: ``done`` (reach ``goal``) or ``rejected`` (refuse
+#: before any skill runs: the request is impossible, and the task has no goal).
+EXPECTS = ("done", "rejected")
+
+
 @dataclass(frozen=True)
 class Task:
     id: str
     family: str
     text: str
     init: TaskInit
-    goal: GoalExpr
+    goal: GoalExpr | None                # None only when expect is "rejected"
+    expect: str = "done"
 
 
 def check_instruction(text) -> str:
@@ -318,12 +324,18 @@ def parse_tasks(data, kitchen: Kitchen, source: str = "<tasks>") -> list[Task]:
         if task_id:
             where += f" (id {task_id})"
         try:
-            unknown = set(item) - {"id", "family", "text", "init", "goal"}
+            unknown = set(item) - {"id", "family", "text", "init", "goal", "expect"}
             if unknown:
                 raise TaskError(f"unknown keys {sorted(unknown)}")
-            for key in ("id", "family", "text", "goal"):
+            expect = item.get("expect", "done")
+            if expect not in EXPECTS:
+                raise TaskError(f"expect must be one of {', '.join(EXPECTS)}, got {expect!r}")
+            required = ("id", "family", "text") + (("goal",) if expect == "done" else ())
+            for key in required:
                 if key not in item:
                     raise TaskError(f"missing {key!r}")
+            if expect == "rejected" and item.get("goal") is not None:
+                raise TaskError("a task that expects 'rejected' has no goal")
             if not task_id:
                 raise TaskError(f"id must be a non-empty name, got {raw_id!r}")
             if task_id in seen:
@@ -333,7 +345,8 @@ def parse_tasks(data, kitchen: Kitchen, source: str = "<tasks>") -> list[Task]:
                 raise TaskError(f"family {family!r} must be a lower-case identifier")
             tasks.append(Task(id=task_id, family=family, text=check_instruction(item["text"]),
                               init=TaskInit.from_mapping(item.get("init"), kitchen),
-                              goal=parse_goal(item["goal"], kitchen)))
+                              goal=parse_goal(item["goal"], kitchen) if expect == "done"
+                              else None, expect=expect))
             seen.add(task_id)
         except TaskError as exc:
             raise TaskError(f"{where}: {exc}") from None

@@ -34,7 +34,7 @@ from saycan_ros.core.world import SymbolicWorld
 def replay_reaches_goal(task: Task, plan: Sequence[str], kitchen: Kitchen,
                         skills: SkillSet) -> bool:
     """Whether ``plan`` (ending in ``done``), executed on the symbolic world, reaches the goal."""
-    if not plan or plan[-1] != skills.terminate.text:
+    if task.goal is None or not plan or plan[-1] != skills.terminate.text:
         return False
     world = SymbolicWorld(kitchen, task.init)
     for text in plan:
@@ -97,7 +97,8 @@ class TaskOutcome:
 
     def to_dict(self) -> dict:
         return {"id": self.task.id, "family": self.task.family, "text": self.task.text,
-                "goal": self.task.goal.text, "plan_success": self.plan_success,
+                "goal": self.task.goal.text if self.task.goal else "",
+                "expect": self.task.expect, "plan_success": self.plan_success,
                 "execution_success": self.execution_success, "seconds": round(self.seconds, 3),
                 "cost": self.cost, "strategy_stats": self.strategy_stats,
                 **{k: v for k, v in self.result.to_dict().items() if k != "instruction"}}
@@ -185,7 +186,8 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
              world_options: dict | None = None, resources=None,
              strategy_options: dict | None = None, max_failures: int = 0,
              fault_rate: float = 0.0, ask_policy: AskPolicy | None = None,
-             person: Callable | None = None) -> EvalReport:
+             person: Callable | None = None,
+             refuse: Callable[[str], str] | None = None) -> EvalReport:
     """Plan and execute each task from its ``init`` in a fresh ``world`` (``symbolic``; ``sim``:
     the simulator, seeded per task; ``nodes``: the node graph; ``world_options`` go to it, e.g.
     ``pick="learned"``).
@@ -198,7 +200,9 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
     ``ask_policy``: when to ask (:mod:`saycan_ros.planning.asking`); ``person(task, world,
     skills, kitchen)`` makes who answers (default :class:`SimulatedPerson`). Each outcome
     records the language model's work (forward passes, scored and generated tokens, seconds)
-    spent on its task."""
+    spent on its task. ``refuse(instruction)``: the reason to refuse it, or "" (what the planner
+    node does with ``refuse_impossible``, :mod:`saycan_ros.planning.refusal`); a task whose
+    ``expect`` is ``rejected`` succeeds when the plan ends rejected before any skill runs."""
     from saycan_ros.stack import WORLDS, make_world
     if world not in WORLDS:
         raise ValueError(f"unknown world {world!r}; known: {', '.join(WORLDS)}")
@@ -225,7 +229,7 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
                           ask_policy=ask_policy,
                           ask=(person or SimulatedPerson)(task, here, skills, kitchen)
                           if ask_policy is not None else None,
-                          world_state=here.snapshot)
+                          world_state=here.snapshot, refuse=refuse)
         before = backend.stats.snapshot() if backend is not None else None
         started = time.perf_counter()
         result = planner.run(task.text)
@@ -236,10 +240,13 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
             cost.update(forward_passes=work.forward_passes, scored_tokens=work.scored_tokens,
                         generated_tokens=work.generated_tokens, prompt_tokens=work.prompt_tokens,
                         llm_calls=work.calls)
-        executed = result.state == "succeeded" and task.goal.holds(here)
-        outcome = TaskOutcome(task, result,
-                              replay_reaches_goal(task, result.plan, kitchen, skills),
-                              executed, seconds, cost, plan_strategy.stats())
+        if task.expect == "rejected":    # refused, and nothing ran
+            planned = executed = result.state == "rejected" and not result.plan
+        else:
+            planned = replay_reaches_goal(task, result.plan, kitchen, skills)
+            executed = result.state == "succeeded" and task.goal.holds(here)
+        outcome = TaskOutcome(task, result, planned, executed, seconds, cost,
+                              plan_strategy.stats())
         report.outcomes.append(outcome)
         if on_task:
             on_task(outcome)

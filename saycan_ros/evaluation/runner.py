@@ -31,6 +31,7 @@ class EvalJob:
     prune: bool = True                     # saycan: the LLM scores only skills that can run
     kitchen_file: str = ""                 # "" = the built-in kitchen
     ask: dict = field(default_factory=dict)   # when to ask: planning.asking.make_ask_policy
+    refuse: bool = True                    # "I can't ...": planning.refusal, as the planner node
 
 
 def strategy_resources(vocabulary, scorer, seed: int):
@@ -51,7 +52,9 @@ def _evaluate(job: EvalJob, tasks, vocabulary, scorer, resources, on_task=None,
     from saycan_ros.planning.affordance import load_affordance
     from saycan_ros.planning.asking import make_ask_policy
     from saycan_ros.evaluation.plans import evaluate
+    from saycan_ros.planning.refusal import load_refusals
     backend = getattr(scorer, "backend", None)
+    refusals = load_refusals(vocabulary.kitchen) if job.refuse else None
     return evaluate(tasks, kitchen=vocabulary.kitchen, skills=vocabulary.skills,
                     language_scorer=scorer,
                     affordance_scorer=load_affordance(job.affordance_file or None),
@@ -60,7 +63,8 @@ def _evaluate(job: EvalJob, tasks, vocabulary, scorer, resources, on_task=None,
                     world=job.world, seed=job.seed, on_task=on_task, progress=progress,
                     max_failures=job.max_failures, fault_rate=job.fault_rate,
                     strategy_options={"prune": job.prune},
-                    ask_policy=make_ask_policy(job.ask, getattr(backend, "name", "")))
+                    ask_policy=make_ask_policy(job.ask, getattr(backend, "name", "")),
+                    refuse=refusals.why_not if refusals is not None else None)
 
 
 #: The model a worker process holds: (model name, vocabulary, scorer, resources).

@@ -6,7 +6,10 @@ Grounded in the kitchen file and two word lists, not in the language model: the 
 ``config/refusals.yaml`` (verbs that start a clause of the request) and the everyday objects of
 ``config/planner_lexicon.yaml``. Names of the kitchen's own objects and places are read first and
 never count as missing ("lime" in "lime soda"), and a thing named after "not", "no", "without"
-or "except" is not asked for. A request in words neither list knows is left to the planner.
+or "except" is not asked for. Short names of the lexicon's objects ("pizza" of "frozen pizza")
+count only after a request word in their sentence ("bring", "I'd like"): short words are often
+mentioned without being asked for. A request in words neither list knows is left to the
+planner.
 """
 from __future__ import annotations
 
@@ -24,6 +27,14 @@ LEAD_INS = ("please", "can you", "could you", "would you", "will you", "can u", 
             "hey", "ok", "okay")
 #: Words that put what follows them out of the request ("a fruit that is not a banana").
 NEGATIONS = ("not", "no", "without", "except", "n't", "instead", "other than", "never", "nor")
+DETERMINERS = ("the", "a", "an", "my", "your", "our", "his", "her", "their", "this", "that",
+               "these", "those", "some", "all")
+#: Words that ask for a thing: a short name ("pizza", "grapes") counts as asked for only after
+#: one of them in its sentence ("I'd like a slice of pizza", not "I'm under the car").
+REQUESTS = ("bring", "get", "fetch", "give", "hand", "grab", "find", "pick up", "pass",
+            "throw", "put", "take", "move", "i want", "i'd like", "i would like", "i need",
+            "can i have", "could i have", "may i have", "where is", "where's", "look for")
+_SENTENCES = re.compile(r"[.;!?]+")
 _CLAUSES = re.compile(r"[.,;:!?]+|\band then\b|\bthen\b|\band\b|\bbut\b")
 
 
@@ -58,13 +69,15 @@ class Refusals:
     actions: Mapping[str, str]          # verb phrase -> what the refusal says it cannot do
     missing: tuple[str, ...]            # everyday objects this kitchen does not have
     known: tuple[str, ...]              # the kitchen's own object and place names (and synonyms)
+    short: tuple[str, ...] = ()         # short names of everyday objects: only when asked for
 
     def why_not(self, instruction: str) -> str:
-        text = _words(instruction)
+        raw = text = _words(instruction)
         for name in self.known:                     # its own names first: never missing
             for match in reversed(list(_find(name, text))):
                 text = text[:match.start()] + "#" + text[match.end():]
-        action = self._action(text)
+        # a verb that is also one of the kitchen's names ("water") is a verb before a determiner
+        action = self._action(text) or self._action(raw, before_determiner=True)
         if action:
             return f"I can't {self.actions[action]}: my skills find, pick up, put down and " \
                    f"bring things and go to places ('{action}' is none of them)"
@@ -74,7 +87,7 @@ class Refusals:
             return f"I can't: there {'are' if plural else 'is'} no {thing} here"
         return ""
 
-    def _action(self, text: str) -> str:
+    def _action(self, text: str, before_determiner: bool = False) -> str:
         for clause in _CLAUSES.split(text):
             words = clause.strip()
             changed = True
@@ -84,21 +97,37 @@ class Refusals:
                     if words == lead or words.startswith(lead + " "):
                         words, changed = words[len(lead):].strip(), True
             for action in sorted(self.actions, key=len, reverse=True):
-                if words == action or words.startswith(action + " "):
+                if before_determiner:
+                    if re.match(rf"{re.escape(action)} (?:{'|'.join(DETERMINERS)}) ", words):
+                        return action
+                elif words == action or words.startswith(action + " "):
                     return action
         return ""
 
     def _missing(self, text: str) -> str:
-        for name in self.missing:
-            for form in _plurals(name):
-                for match in _find(form, text):
-                    if re.match(r"\s+of\s+(?:\w+\s+)?#", text[match.end():]):
-                        continue     # "a cup of green tea": the kitchen's green tea, in a cup
-                    before = text[:match.start()].split()[-4:]
-                    if not any(n in " ".join(before).split() or f" {n} " in
-                               f" {' '.join(before)} " for n in NEGATIONS):
-                        return name
+        for names, asked_only in ((self.missing, False), (self.short, True)):
+            for name in names:
+                for form in _plurals(name):
+                    for match in _find(form, text):
+                        if self._asked_for(text, match, asked_only):
+                            return name
         return ""
+
+    def _names(self, word: str) -> bool:
+        """Whether ``word`` is (a form of) an everyday object the kitchen lacks."""
+        return any(word in _plurals(n) for n in (*self.missing, *self.short))
+
+    def _asked_for(self, text: str, match, asked_only: bool) -> bool:
+        after = re.match(r"\s+of\s+(?:\w+\s+)?([#\w'-]+)", text[match.end():])
+        if after and (after.group(1) == "#" or self._names(after.group(1))):
+            return False       # "a cup of green tea", "a slice of pizza": the thing after "of"
+        before = text[:match.start()].split()[-4:]
+        if any(n in before or f" {n} " in f" {' '.join(before)} " for n in NEGATIONS):
+            return False
+        if not asked_only:
+            return True
+        sentence = _SENTENCES.split(text[:match.start()])[-1]
+        return any(next(_find(r, sentence), None) for r in REQUESTS)
 
 
 def load_refusals(kitchen: Kitchen, path=None, lexicon_path=None,
@@ -117,13 +146,39 @@ def load_refusals(kitchen: Kitchen, path=None, lexicon_path=None,
     lexicon, lex_source = load_yaml(lexicon_path, default_name="planner_lexicon.yaml")
     if not isinstance(lexicon.get("objects"), Mapping):
         raise ConfigError(f"{lex_source}: 'objects' must map names to attributes")
+    planner_data, _ = load_yaml(None, default_name="planner_data.yaml")
+    builtin = planner_data.get("objects") or {}
     if synonyms is None:
-        planner_data, _ = load_yaml(None, default_name="planner_data.yaml")
-        synonyms = {name: entry.get("names", []) for name, entry in
-                    (planner_data.get("objects") or {}).items() if name in kitchen.objects}
+        synonyms = {name: entry.get("names", []) for name, entry in builtin.items()
+                    if name in kitchen.objects}
     known = {_words(n) for n in (*kitchen.objects, *kitchen.locations)}
     known |= {_words(n) for names in synonyms.values() for n in names}
-    things = {_words(n) for n in lexicon["objects"]}
-    missing = sorted(things - known, key=len, reverse=True)
+    categories = {**(planner_data.get("categories") or {}), **(lexicon.get("categories") or {})}
+    names = {_words(n) for n in lexicon["objects"]}
+    missing = sorted(names - known, key=len, reverse=True)
+    short = sorted(_short_names(names, categories) - names - known, key=len, reverse=True)
     return Refusals({_words(k): v.strip() for k, v in actions.items()}, tuple(missing),
-                    tuple(sorted(known, key=len, reverse=True)))
+                    tuple(sorted(known, key=len, reverse=True)), tuple(short))
+
+
+def _phrases(spec) -> list[str]:
+    if not isinstance(spec, Mapping):
+        return []
+    return [p for key in ("one", "all") for p in (spec.get(key) or []) if isinstance(p, str)]
+
+
+def _short_names(names: set[str], categories: Mapping) -> set[str]:
+    """What people call the lexicon's objects for short: the thing of "bunch of grapes" and the
+    last word of "frozen pizza" or "stuffed dog", unless that word also names a kind of thing
+    ("dog food": "food") or a one-word object."""
+    kinds = {w for key, spec in categories.items() if isinstance(spec, Mapping)
+             for p in (*_phrases(spec), key.replace("_", " "), str(spec.get("word", "")))
+             for w in _words(p).split()}
+    single = {n for n in names if " " not in n}
+    short = set()
+    for name in names:
+        if " of " in name:
+            short.add(name.split(" of ", 1)[1])
+        elif " " in name:
+            short.add(name.rsplit(" ", 1)[1])
+    return {n for n in short if n not in single and not set(n.split()) & kinds}

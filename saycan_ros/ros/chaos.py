@@ -353,11 +353,18 @@ class ChaosBench:
         cases += [("execute", kind, ExecuteSkill.Request(**fields), expect)
                   for kind, fields, expect in fuzz_execute_requests(self.skills, self.seed)]
         self.reset()
+        answered: dict[str, list[float]] = {}    # client -> seconds to each answer
+        slowest = (0.0, "")
         for _ in range(3):                # every case three times: memory that grows shows
             for client, kind, request, expect in tqdm(cases, desc="chaos services",
                                                       disable=not self.progress):
                 result.tried += 1
+                sent = time.monotonic()
                 response = self.probe.call(client, request, timeout_s)
+                if response is not None:
+                    seconds = time.monotonic() - sent
+                    answered.setdefault(client, []).append(seconds)
+                    slowest = max(slowest, (seconds, f"{client} {kind}"))
                 if response is None:
                     result.fail("hung", f"{client} {kind}: no response in {timeout_s:g} s")
                 elif expect is not None and bool(response.success) != expect:
@@ -369,6 +376,11 @@ class ChaosBench:
         after = self.rss()
         for name in ("llm_scorer", "affordance", "skill_executor"):
             result.figures[f"{name}_rss_growth"] = after[name] / before[name] - 1.0
+        # how fast a malformed request is answered (a refusal must not wait on a timeout)
+        for client, seconds in answered.items():
+            result.figures[f"{client}_answer_s_median"] = statistics.median(seconds)
+        result.figures["slowest_answer_s"] = slowest[0]
+        result.figures["slowest_answer"] = slowest[1].replace(" ", "/") or "-"
         return result
 
     # -- part 3 -------------------------------------------------------------------------------

@@ -274,3 +274,31 @@ def test_calibration_runs_on_generated_plans(vocabulary, tmp_path):
     cal.save(tmp_path / "c.json")
     assert Calibration.load(tmp_path / "c.json").model == "uniform"
     assert set(data["plans_covered_at"]) == {"0.05", "0.1", "0.15", "0.2", "0.25"}
+
+
+def test_eval_counts_a_refused_impossible_request_and_nothing_else(vocabulary):
+    """A task that expects ``rejected`` succeeds only when the plan is refused before any skill
+    runs; a possible task that the refusal turns down fails."""
+    from saycan_ros.planning.refusal import load_refusals
+    tasks = parse_tasks({"instructions": [
+        {"id": "i", "family": "no_skill", "text": "Open the fridge.", "expect": "rejected"},
+        {"id": "p", "family": "nl_single", "text": "Go to the table.",
+         "goal": "robot_at(table)"}]}, vocabulary.kitchen)
+
+    class Scorer:                  # go to the table, then done
+        def score(self, instruction, history, skills, scene=""):
+            want = "done" if history else "go to the table"
+            probs = np.array([0.9 if s == want else 0.1 / (len(skills) - 1) for s in skills])
+            return probs, np.log(probs)
+
+    kwargs = dict(kitchen=vocabulary.kitchen, skills=vocabulary.skills, language_scorer=Scorer(),
+                  affordance_scorer=load_affordance(), progress=False)
+    refusing = evaluate(tasks, refuse=load_refusals(vocabulary.kitchen).why_not, **kwargs)
+    states = [(o.task.id, o.result.state, o.plan_success, o.execution_success)
+              for o in refusing.outcomes]
+    assert states == [("i", "rejected", True, True), ("p", "succeeded", True, True)]
+    assert refusing.outcomes[0].result.plan == []
+    acting = evaluate(tasks, **kwargs)                      # --no-refuse: it acts, and fails
+    assert [o.plan_success for o in acting.outcomes] == [False, True]
+    no = evaluate(tasks, refuse=lambda text: "I can't: test", **kwargs)
+    assert [o.plan_success for o in no.outcomes] == [True, False]

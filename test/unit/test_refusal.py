@@ -59,12 +59,31 @@ def test_no_possible_task_of_any_task_file_is_refused():
 
 
 def test_the_impossible_development_set(refusals):
-    """config/impossible_dev.yaml: 19 of its 24 are refused (the rest name things or actions
-    that neither word list knows: a pizza slice, grapes, a phone, a dog, a towel)."""
+    """config/impossible_dev.yaml: 33 of its 40 are refused (the rest name things or actions
+    that neither word list knows: a phone, a towel, a beer, the remote control, bread, setting
+    the table, wiping)."""
     data = yaml.safe_load((ROOT / "config" / "impossible_dev.yaml").read_text(encoding="utf-8"))
     refused = [t["id"] for t in data["instructions"] if refusals.why_not(t["text"])]
     assert len(data["instructions"]) >= 15
-    assert len(refused) >= 19, refused
+    assert len(refused) >= 33, refused
+
+
+def test_short_names_count_only_when_asked_for(refusals):
+    """"pizza" (of "frozen pizza") and "grapes" (of "bunch of grapes") are everyday things too,
+    but a short word is often mentioned without being asked for ("under the car")."""
+    assert refusals.why_not("I'd like a slice of pizza.") == "I can't: there is no pizza here"
+    assert refusals.why_not("Bring me some grapes.") == "I can't: there are no grapes here"
+    assert refusals.why_not("Take the dog for a walk.") == "I can't: there is no dog here"
+    for possible in ("It's too dark under this car, bring me the sponge.",
+                     "Pack me a lunch: a piece of fruit, a drink and a bag of chips.",
+                     "I dropped the pizza, can you help me clean it up?"):
+        assert refusals.why_not(possible) == "", possible
+
+
+def test_a_verb_that_is_also_a_kitchen_name_is_a_verb_before_a_determiner(refusals):
+    assert refusals.why_not("Please water the plants.").startswith("I can't water plants:")
+    assert refusals.why_not("Water, please.") == ""          # the kitchen's water bottle
+    assert refusals.why_not("Bring me water.") == ""
 
 
 def test_a_bad_refusals_file_is_one_line(tmp_path):

@@ -441,3 +441,15 @@ def test_goal_parse_structure_and_whitespace(kitchen):
     assert goal.args[0] == GoalExpr("at", ("coke can", "user"))
     assert goal.args[1] == GoalExpr("holding", (None,))
     assert goal.text.strip().startswith("and(")
+
+
+def test_a_task_may_expect_the_plan_to_be_rejected(kitchen):
+    items = [{"id": "r1", "family": "no_skill", "text": "Open the fridge.", "expect": "rejected"}]
+    task, = parse_tasks({"instructions": items}, kitchen, "x.yaml")
+    assert (task.expect, task.goal) == ("rejected", None)
+    assert parse_tasks(_doc(), kitchen)[0].expect == "done"
+    assert "has no goal" in _error({"instructions": [{**items[0], "goal": "holding(apple)"}]},
+                                   kitchen)
+    assert "expect must be one of done, rejected" in _error(
+        {"instructions": [{**items[0], "expect": "refused"}]}, kitchen)
+    assert "missing 'goal'" in _error({"instructions": [{**items[0], "expect": "done"}]}, kitchen)
