@@ -28,6 +28,7 @@ from saycan_ros.core.kitchen import load_kitchen
 from saycan_ros.planning.local import needs_observation
 from saycan_ros.msg import WorldState
 from saycan_ros.ros.nodes.common import (AFFORDANCE_SERVICE, LATCHED_QOS, STATE_SERVICE,
+                                         SensorInput,
                                          WORLD_STATE_TOPIC, ServiceCallError, announce_alive,
                                          call_service, declare_parameters, spin_node)
 from saycan_ros.ros.nodes.conversions import msg_to_snapshot
@@ -70,15 +71,18 @@ class AffordanceNode(Node):
             raise ValueError(f"observe must be auto, true or false, got {observe!r}")
         self.observe = observe == "true" or (observe == "auto" and needs_observation(self.scorer))
         self._sensors = threading.Condition()
-        self._image = None                  # (HxWx3 uint8, received)
+        self._image = None                  # (sensor_msgs/Image rgb8 or bgr8, received)
         self._joints: dict[str, float] = {}
         self._joints_time = 0.0
+        self.sensor_input = None
         if self.observe:
-            group = ReentrantCallbackGroup()
-            self.create_subscription(Image, "camera/image_raw", self.on_image,
-                                     qos_profile_sensor_data, callback_group=group)
-            self.create_subscription(JointState, "joint_states", self.on_joints, 10,
-                                     callback_group=group)
+            # Camera and joints on a thread of their own (SensorInput says why): on this node's
+            # executor their stream kept its threads busy enough on two loaded cores to silence
+            # the service's beats for 3 s, and the planner took the node for dead.
+            self.sensor_input = SensorInput(self)
+            self.sensor_input.subscribe(Image, "camera/image_raw", self.on_image,
+                                        qos_profile_sensor_data)
+            self.sensor_input.subscribe(JointState, "joint_states", self.on_joints, 10)
         # Requests run side by side (one waiting for a state does not hold up the others); the
         # models themselves score one request at a time.
         self._model_lock = threading.Lock()
@@ -93,11 +97,10 @@ class AffordanceNode(Node):
 
     # -- sensors (learned models) --------------------------------------------------------------
     def on_image(self, msg: Image) -> None:
-        image = image_to_rgb(msg)
-        if image is None:
+        if msg.encoding not in ("rgb8", "bgr8"):   # kept short: converted when a request uses it
             return
         with self._sensors:
-            self._image = (image, time.monotonic())
+            self._image = (msg, time.monotonic())
             self._sensors.notify_all()
 
     def on_joints(self, msg: JointState) -> None:
@@ -121,8 +124,12 @@ class AffordanceNode(Node):
                 missing = "camera/image_raw" if self._image is None or self._image[1] < since \
                     else "joint_states"
                 raise TimeoutError(f"no {missing} within {timeout:g} s")
-            image = self._image[0]
+            frame = self._image[0]
             joints = [self._joints[n] for n in names]
+        image = image_to_rgb(frame)
+        if image is None:
+            raise TimeoutError(f"camera/image_raw: a {frame.width}x{frame.height} "
+                               f"{frame.encoding} image whose data does not match its size")
         return {"image": as_image(image), "state": policy_state(joints, holding)}
 
     def on_state(self, msg: WorldState) -> None:
@@ -213,6 +220,11 @@ class AffordanceNode(Node):
         response.success = True
         response.message = f"state revision {state.revision}"
         return response
+
+    def destroy_node(self) -> None:
+        if self.sensor_input is not None:
+            self.sensor_input.close()
+        super().destroy_node()
 
 
 def main(args=None) -> None:
