@@ -20,8 +20,6 @@ from saycan_ros.planning.asking import Answer, Calibration, Question, step_score
 #: Generator seed of the calibration dialogues (training uses small seeds, held-out checks
 #: 1_000_003 + seed): these are neither.
 CALIBRATION_SEED = 7_700_001
-#: Task files of asking for help whose instructions calibration never uses.
-ASKING_SETS = ("asking_dev.yaml",)
 #: Version of the calibration data recipe (bump when the recipe changes).
 DATA_VERSION = 1
 
@@ -63,7 +61,7 @@ def calibration_tasks(vocabulary, n: int, seed: int = CALIBRATION_SEED,
     kitchen, skills = vocabulary.kitchen, vocabulary.skills
     generator = PlanDataGenerator(kitchen, skills, load_lexicon(kitchen), seed=seed,
                                   exclude=heldout_instructions(config_dir(), kitchen,
-                                                               EXCLUDED_SETS + ASKING_SETS))
+                                                               EXCLUDED_SETS))
     with tqdm(total=n, desc="calibration dialogues", disable=not progress) as bar:
         dialogues = generator.dialogues(n, progress=bar)
     return [Task(f"cal{i:04d}", d.family, d.instruction, d.init, d.goal)

@@ -229,7 +229,8 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
                           ask_policy=ask_policy,
                           ask=(person or SimulatedPerson)(task, here, skills, kitchen)
                           if ask_policy is not None else None,
-                          world_state=here.snapshot, refuse=refuse)
+                          world_state=here.snapshot, refuse=refuse,
+                          done_first_rejects=refuse is not None)
         before = backend.stats.snapshot() if backend is not None else None
         started = time.perf_counter()
         result = planner.run(task.text)

@@ -22,6 +22,10 @@ class PlannerDataConfig:
     # rest in the built-in kitchen), and how many dialogues share one random kitchen.
     many_kitchens: float = 0.0
     per_kitchen: int = 4
+    # Which object the plan of a request any of several fulfil fetches: "random" (the model
+    # spreads its probability over them) or "first" (the first in the scene line: the model is
+    # sure where any will do, and unsure only where the words have several readings).
+    any_reading: str = "random"
 
     def __post_init__(self):
         from saycan_ros.learning.planner_data import FAMILY_WEIGHTS
@@ -30,6 +34,10 @@ class PlannerDataConfig:
         if isinstance(self.many_kitchens, bool) or not 0 <= self.many_kitchens <= 1:
             raise ValueError(f"many_kitchens: expected a share in [0, 1], got "
                              f"{self.many_kitchens!r}")
+        from saycan_ros.learning.planner_data import ANY_READINGS
+        if self.any_reading not in ANY_READINGS:
+            raise ValueError(f"any_reading: expected one of {ANY_READINGS}, got "
+                             f"{self.any_reading!r}")
         if self.per_kitchen < 1:
             raise ValueError(f"per_kitchen: expected at least 1, got {self.per_kitchen!r}")
         unknown = sorted(set(self.family_weights) - set(FAMILY_WEIGHTS))

@@ -27,7 +27,7 @@ _SLOTS = ((1.2, 1.0), (6.6, 5.0), (3.8, 3.0), (3.8, 5.5), (6.6, 3.0), (1.2, 3.2)
 _DISPOSAL_AT, _USER_AT = (0.6, 5.2), (6.8, 1.2)
 #: The families a random kitchen draws (its objects have no names in other languages).
 MANY_KITCHEN_FAMILIES = ("nl_single", "nl_nouns", "nl_verbs", "structured", "embodiment", "crowd",
-                         "long_horizon", "negation", "counting")
+                         "long_horizon", "negation", "counting", "ambiguous", "impossible")
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,8 @@ def kitchen_lexicon(kitchen: Kitchen, lexicon: KitchenLexicon) -> Lexicon:
                    locations={loc: [loc] for loc in kitchen.locations if loc != USER},
                    needs={k: v for k, v in lexicon.needs.items() if k in used},
                    templates=dict(base["templates"]), steps=dict(base["steps"]),
-                   spills=list(base["spills"]), places=list(base["places"]))
+                   spills=list(base["spills"]), places=list(base["places"]),
+                   impossible_actions=list((base.get("impossible") or {}).get("actions") or []))
 
 
 class ManyKitchenGenerator:
@@ -131,7 +132,8 @@ class ManyKitchenGenerator:
                  scene_refresh: bool = False, builtin: PlanDataGenerator | None = None,
                  builtin_share: float = 0.0, per_kitchen: int = 4,
                  family_weights: Mapping[str, float] | None = None,
-                 skills_file: str | None = None, scene_details: bool = False):
+                 skills_file: str | None = None, scene_details: bool = False,
+                 any_reading: str = "random"):
         self.lexicon, self.rng = lexicon, random.Random(seed)
         self.exclude, self.scene_refresh = list(exclude), scene_refresh
         self.builtin, self.builtin_share = builtin, builtin_share
@@ -139,6 +141,7 @@ class ManyKitchenGenerator:
         self.family_weights = {f: w for f, w in (family_weights or {}).items()
                                if f in MANY_KITCHEN_FAMILIES}
         self.skills_file, self.scene_details = skills_file, scene_details
+        self.any_reading = any_reading
 
     def _kitchen_generator(self) -> PlanDataGenerator:
         kitchen = random_kitchen(self.lexicon, self.rng)
@@ -149,7 +152,8 @@ class ManyKitchenGenerator:
         return PlanDataGenerator(kitchen, skills, kitchen_lexicon(kitchen, self.lexicon),
                                  seed=self.rng.randrange(2**31), exclude=self.exclude,
                                  scene_refresh=self.scene_refresh, family_weights=weights,
-                                 scene_details=self.scene_details)
+                                 scene_details=self.scene_details, any_reading=self.any_reading,
+                                 missing_names=self.lexicon.objects)
 
     def dialogues(self, n: int, progress=None) -> list[Dialogue]:
         out: list[Dialogue] = []

@@ -38,7 +38,16 @@ FAMILY_WEIGHTS: dict[str, float] = {
     "nl_single": 0.11, "nl_nouns": 0.10, "nl_verbs": 0.07, "structured": 0.05,
     "embodiment": 0.08, "crowd": 0.08, "long_horizon": 0.15, "negation": 0.12,
     "counting": 0.10, "multilingual": 0.14,
+    # Drawn only where a run's ``family_weights`` asks for them (issue 40): a definite request
+    # with several readings in the scene (the plan follows one at random, so the model learns to
+    # spread its probability over them), and a request nothing in the kitchen can do (the plan is
+    # "done" at once).
+    "ambiguous": 0.0, "impossible": 0.0,
 }
+#: How the plan of a request that any of several objects fulfils picks one: ``random`` (the
+#: model learns the category and spreads its probability) or ``first`` (the first of them in the
+#: scene line, so the model is sure where any will do and unsure only where the words are).
+ANY_READINGS = ("random", "first")
 #: Bumped whenever the generator's output for a seed changes (recorded with the adapter).
 #: Version 3: sentences of two or three parts of any kind ("take A and B to the table, then
 #: bring me C"), exclusions of two categories and by what the person avoids, more ways to say
@@ -67,7 +76,7 @@ class Dialogue:
     family: str
     language: str
     init: TaskInit
-    goal: GoalExpr
+    goal: GoalExpr | None             # None: an impossible request (the plan is "done" at once)
     steps: tuple[str, ...]            # skill texts, ending in done
     scenes: tuple[str, ...]           # the scene line before each step (scenes[0]: the start)
 
@@ -89,6 +98,9 @@ class Lexicon:
     spills: list[str]
     places: list[str]
     languages: dict[str, dict] = field(default_factory=dict)
+    #: ``impossible`` of planner_data.yaml: requests for an action no skill does ({x}: a thing
+    #: of the kitchen, {loc}: a place), drawn by the ``impossible`` family
+    impossible_actions: list[str] = field(default_factory=list)
 
     def members(self, attribute: str) -> list[str]:
         return [o for o, spec in self.objects.items() if attribute in spec["attributes"]]
@@ -102,7 +114,8 @@ def load_lexicon(kitchen: Kitchen, path: str | Path | None = None,
         lex = Lexicon(objects=dict(data["objects"]), categories=dict(data["categories"]),
                       locations=dict(data["locations"]), needs=dict(data["needs"]),
                       templates=dict(data["templates"]), steps=dict(data["steps"]),
-                      spills=list(data["spills"]), places=list(data["places"]))
+                      spills=list(data["spills"]), places=list(data["places"]),
+                      impossible_actions=list((data.get("impossible") or {}).get("actions") or []))
     except (KeyError, TypeError) as exc:
         raise ConfigError(f"{source}: missing or malformed section {exc}") from None
     missing_templates = TEMPLATE_KINDS - set(lex.templates)
@@ -132,8 +145,18 @@ class PlanDataGenerator:
 
     def __init__(self, kitchen: Kitchen, skills: SkillSet, lexicon: Lexicon, seed: int = 0,
                  exclude: Iterable[str] = (), scene_refresh: bool = False,
-                 family_weights: Mapping[str, float] | None = None, scene_details: bool = False):
+                 family_weights: Mapping[str, float] | None = None, scene_details: bool = False,
+                 any_reading: str = "random", missing_names: Iterable[str] = ()):
+        if any_reading not in ANY_READINGS:
+            raise ValueError(f"any_reading: expected one of {ANY_READINGS}, got {any_reading!r}")
         self.kitchen, self.skills, self.lex = kitchen, skills, lexicon
+        self.any_reading = any_reading
+        #: names of things this kitchen does not have (the ``impossible`` family asks for them):
+        #: none that shares a word with a name of the kitchen ("apple juice" beside an apple)
+        known = {w for o in kitchen.objects for n in [o, *lexicon.objects.get(o, {}).get(
+            "names", [])] for w in n.lower().split()}
+        self.missing_names = sorted({n for n in missing_names
+                                     if not set(n.lower().split()) & known})
         self.family_weights = {**FAMILY_WEIGHTS, **(family_weights or {})}   # the training mix
         self.scene_refresh = scene_refresh     # scene lines as Planner(refresh_scene=True) sends
         self.scene_details = scene_details     # ... with what each object is (prompt scene_details)
@@ -148,7 +171,8 @@ class PlanDataGenerator:
             "structured": self._structured, "embodiment": self._embodiment,
             "crowd": self._crowd, "long_horizon": self._long_horizon,
             "negation": self._negation, "counting": self._counting,
-            "multilingual": self._multilingual,
+            "multilingual": self._multilingual, "ambiguous": self._ambiguous,
+            "impossible": self._impossible,
         }
 
     # -- the public interface ----------------------------------------------------------------
@@ -184,6 +208,9 @@ class PlanDataGenerator:
         text, goal_text, items, language = made
         if normalise(text) in self.exclude or not text.strip():
             return None
+        if goal_text is None:                # nothing the robot can do: "done" at once
+            return Dialogue(text, family, language, init, None, (self.skills.terminate.text,),
+                            (scene_of(self.kitchen, world, self.scene_details),))
         try:
             goal = parse_goal(goal_text, self.kitchen)
         except TaskError:        # e.g. "throw away" in a kitchen without a disposal place
@@ -670,6 +697,105 @@ class PlanDataGenerator:
                 self._all([self._at(obj, USER), self._at(obj2, USER)]),
                 [("deliver", (obj,), USER), ("deliver", (obj2,), USER)], code)
 
+    def _ambiguous(self, world):
+        """A definite request that several things (or places) of the scene fit: "Bring me the
+        chips." with two bags, "Go to the counter." with two counters. The goal and the plan
+        follow one reading drawn at random: only the person knows which (issue 40)."""
+        rng = self.rng
+        if rng.random() < 0.35:
+            made = self._ambiguous_place(world)
+            if made is not None:
+                return made
+        groups = self._definite_groups(world)
+        if not groups:
+            return None
+        phrase, readings = rng.choice(sorted(groups.items()))
+        obj = rng.choice(readings)
+        kind = rng.choice(["bring", "bring", "throw", "move", "pick", "find"])
+        if kind == "pick":
+            if world.holding is not None:
+                return None
+            return self._fill("pick", x=phrase), f"holding({obj})", [("hold", obj)], "en"
+        if kind == "find":
+            if world.objects.get(obj) == GRIPPER:
+                return None
+            return (self._fill("find", x=phrase), f"robot_at({world.objects[obj]})",
+                    [("find", obj)], "en")
+        if kind == "bring":
+            return self._delivery(self._fill("bring", x=phrase), [obj], USER)
+        if kind == "throw":
+            return self._delivery(self._fill("throw", x=phrase), [obj], self.trash)
+        loc = rng.choice([p for p in self.shelves if p != world.objects.get(obj)])
+        return self._delivery(self._fill("move", x=phrase, loc=self._loc(loc)), [obj], loc)
+
+    def _ambiguous_place(self, world):
+        """"Go to the counter." / "Put what you're holding on the counter." with two counters."""
+        groups: dict[str, list[str]] = {}
+        for loc in self.shelves:
+            for word in {name.split()[-1] for name in self.lex.locations.get(loc) or [loc]}:
+                groups.setdefault(word, []).append(loc)
+        groups = {w: locs for w, locs in groups.items() if len(locs) > 1}
+        if not groups:
+            return None
+        word, locs = self.rng.choice(sorted(groups.items()))
+        loc = self.rng.choice(locs)
+        held = world.holding
+        if held is not None and self.rng.random() < 0.6:
+            return self._delivery(self._fill("move_held", loc=word), [held], loc)
+        if loc not in self.kitchen.navigable:
+            return None
+        return self._fill("go", loc=word), f"robot_at({loc})", [("goto", loc)], "en"
+
+    def _definite_groups(self, world) -> dict[str, list[str]]:
+        """Definite phrases ("the chips", "the soda") -> the things of the scene they fit, where
+        more than one fits: the last word of two things' names, or a category's one-phrase."""
+        present = self._present(world, self.kitchen.objects)
+        groups: dict[str, set[str]] = {}
+        for obj in present:
+            for name in self.lex.objects[obj]["names"]:
+                if len(name.split()) > 1:
+                    groups.setdefault(f"the {name.split()[-1]}", set()).add(obj)
+        for attr, spec in self.lex.categories.items():
+            members = self._present(world, self.lex.members(attr))
+            for phrase in spec["one"]:
+                head, _, rest = phrase.partition(" ")
+                if head in ("a", "an") and rest and len(members) > 1:
+                    groups.setdefault(f"the {rest}", set()).update(members)
+        return {p: sorted(objs) for p, objs in groups.items() if len(objs) > 1}
+
+    def _impossible(self, world):
+        """A request the robot cannot carry out: a thing the kitchen does not have ("Bring me
+        a pineapple." in a kitchen without one) or an action no skill does ("Wash the
+        sponge."). The plan is "done" before anything runs (the planner then says it cannot)."""
+        rng = self.rng
+        if self.missing_names and (not self.lex.impossible_actions or rng.random() < 0.5):
+            from saycan_ros.learning.kitchens import article_of
+            name = rng.choice(self.missing_names)
+            x = f"{article_of(name)} {name}" if rng.random() < 0.6 else f"the {name}"
+            kind = rng.choice(["bring", "bring", "bring", "throw", "move", "pick", "find"])
+            text = self._fill(kind, x=x, loc=self._loc(rng.choice(self.shelves)))
+        elif self.lex.impossible_actions:
+            present = self._present(world, self.kitchen.objects)
+            if not present:
+                return None
+            text = _format(rng.choice(self.lex.impossible_actions),
+                           x=self._name(rng.choice(present)),
+                           loc=self._loc(rng.choice(self.shelves)))
+        else:
+            return None
+        return text, None, [], "en"
+
+    def _reading(self, world: SymbolicWorld, options: Sequence[str]) -> str:
+        """Which of ``options`` (any of which fulfils the request) the plan fetches."""
+        if self.any_reading == "random" or len(options) == 1:
+            return self.rng.choice(list(options))
+        scene = scene_of(self.kitchen, world)
+
+        def position(obj: str) -> int:
+            found = re.search(r"(?<![\w-])" + re.escape(obj) + r"(?![\w-])", scene)
+            return found.start() if found else len(scene)
+        return min(options, key=position)
+
     # -- plans -------------------------------------------------------------------------------
     def _plan(self, world: SymbolicWorld, items) -> list[str] | None:
         """The plan a person writes for ``items``, replayed on a copy of ``world``: fetch an
@@ -711,7 +837,7 @@ class PlanDataGenerator:
                     options = [o for o in item[1] if w.objects.get(o) not in (None, item[2])]
                     if not options:
                         return None
-                    obj = self.rng.choice(options)
+                    obj = self._reading(w, options)
                     fetch(obj)
                     go(item[2])
                     run(sk["place", obj])
@@ -790,9 +916,11 @@ def _join(items: Sequence[str], rng: random.Random) -> str:
 
 #: The test sets: never in a prompt, a pool or a training dialogue.
 TEST_SETS = ("tasks.yaml", "tasks_extra.yaml")
-#: What the generator never produces: the test sets and the development set (so that the
-#: development set keeps measuring generalisation, not recall).
-EXCLUDED_SETS = TEST_SETS + ("tasks_dev.yaml",)
+#: What the generator never produces: the test sets and the development sets (so that they
+#: keep measuring generalisation, not recall).
+#: The development sets of asking and saying no (issue 40).
+ASKING_SETS = ("asking_dev.yaml", "impossible_dev.yaml")
+EXCLUDED_SETS = TEST_SETS + ("tasks_dev.yaml",) + ASKING_SETS
 #: The development kitchens (a kitchen file and its task file each), under the config folder.
 DEV_KITCHENS = "dev_kitchens"
 
@@ -822,5 +950,6 @@ def heldout_instructions(config_dir: Path, kitchen: Kitchen,
 
 def dialogue_record(d: Dialogue) -> Mapping:
     return {"instruction": d.instruction, "family": d.family, "language": d.language,
-            "init": d.init.to_mapping(), "goal": d.goal.text, "steps": list(d.steps),
+            "init": d.init.to_mapping(), "goal": d.goal.text if d.goal is not None else None,
+            "steps": list(d.steps),
             "scenes": list(d.scenes)}

@@ -144,7 +144,8 @@ def training_dialogues(cfg, seed: int, vocabulary, exclude, kitchen_file: str = 
     builtin = PlanDataGenerator(kitchen, skills, lexicon, seed=seed, exclude=exclude,
                                 scene_refresh=data.scene_refresh,
                                 family_weights=None if held_out else data.family_weights,
-                                scene_details=scene_details)
+                                scene_details=scene_details, any_reading=data.any_reading,
+                                missing_names=load_kitchen_lexicon().objects)
     generator = builtin
     if data.many_kitchens > 0 and not kitchen_file:
         generator = ManyKitchenGenerator(load_kitchen_lexicon(), seed=seed + 17, exclude=exclude,
@@ -152,7 +153,8 @@ def training_dialogues(cfg, seed: int, vocabulary, exclude, kitchen_file: str = 
                                          builtin_share=1 - data.many_kitchens,
                                          per_kitchen=data.per_kitchen,
                                          family_weights=data.family_weights,
-                                         scene_details=scene_details)
+                                         scene_details=scene_details,
+                                         any_reading=data.any_reading)
     with tqdm(total=n, desc="planner dialogues", disable=not progress or held_out) as bar:
         return generator.dialogues(n, progress=bar)
 

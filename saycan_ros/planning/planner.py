@@ -94,6 +94,11 @@ class StepRecord:
         return out
 
 
+#: Why a plan whose first choice is "done" ends rejected (Planner(done_first_rejects=True)).
+IDLE_DONE_REASON = ("I can't help with that: my first choice was to stop, so none of my "
+                    "skills does it here (or it is done already)")
+
+
 @dataclass
 class PlanResult:
     instruction: str
@@ -255,7 +260,7 @@ class Planner:
                  cancel_event: threading.Event | None = None, refresh_scene: bool = False,
                  ask_policy: AskPolicy | None = None, ask: Asker | None = None,
                  world_state: Callable[[], Any] | None = None,
-                 refuse: Callable[[str], str] | None = None):
+                 refuse: Callable[[str], str] | None = None, done_first_rejects: bool = False):
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         if max_failures < 0:
@@ -286,6 +291,9 @@ class Planner:
         # Why an instruction cannot be done at all ("" when it may be): then nothing moves and
         # the plan ends rejected with that reason (planning.refusal.Refusals.why_not)
         self.refuse = refuse
+        # "done" as the first step (before any skill succeeded) ends the plan rejected with
+        # IDLE_DONE_REASON instead of succeeded: the model's own "nothing I can do helps"
+        self.done_first_rejects = done_first_rejects
         # Given by a caller that acknowledges cancels before the plan starts (the planner node):
         # a cancel holds from the moment it is set, even before run() begins.
         self.cancel_event = cancel_event if cancel_event is not None else threading.Event()
@@ -358,6 +366,14 @@ class Planner:
                     record.message = "not executed: cancelled"
                     self._notify(record)
                     return self._end(result, "cancelled", "cancelled before execution")
+                if self.done_first_rejects and not result.plan:
+                    # the likeliest next step of a request, before anything ran, is to stop:
+                    # none of the skills helps (an adapter trained on impossible requests
+                    # says so), so the plan ends as a refusal, not as a success
+                    record.message = "not executed: nothing to do"
+                    record.seconds = time.perf_counter() - started
+                    self._notify(record)
+                    return self._end(result, "rejected", IDLE_DONE_REASON)
                 record.success, record.message = True, "done"
                 record.seconds = time.perf_counter() - started
                 self._notify(record)

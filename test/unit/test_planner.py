@@ -308,3 +308,25 @@ def test_a_plan_recovers_from_injected_faults_by_choosing_again(vocabulary, test
     assert failed and all("injected fault" in s.message for s in failed)   # faults happened
     assert outcome.result.plan == ["find an apple", "pick up the apple", "done"]
     assert outcome.execution_success
+
+
+@pytest.mark.parametrize("script, rejects, state", [
+    (["done"], True, "rejected"),                     # stop first: the model's "I can't"
+    (["done"], False, "succeeded"),                   # (without refusals: as before)
+    (["find a sponge", "done"], True, "succeeded"),
+])
+def test_done_as_the_first_step_ends_the_plan_rejected_when_refusing(
+        vocabulary, script, rejects, state):
+    from saycan_ros.planning.local import WorldExecutor
+    from saycan_ros.planning.planner import IDLE_DONE_REASON
+    world = SymbolicWorld(vocabulary.kitchen)
+    planner = Planner(vocabulary.skills,
+                      make_strategy("saycan", ScriptedLanguage(script),
+                                    LocalAffordance(load_affordance(), world, vocabulary.skills)),
+                      WorldExecutor(world, vocabulary.skills), done_first_rejects=rejects)
+    result = planner.run("Open the window.")
+    assert result.state == state
+    if state == "rejected":
+        assert result.plan == [] and result.message == IDLE_DONE_REASON
+    else:
+        assert result.plan == script

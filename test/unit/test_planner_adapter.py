@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from saycan_ros.learning.planner_data import (TEST_SETS, PlanDataGenerator, load_lexicon,
+from saycan_ros.learning.kitchens import load_kitchen_lexicon
+from saycan_ros.learning.planner_data import (ASKING_SETS, TEST_SETS, PlanDataGenerator, load_lexicon,
                                               normalise, heldout_instructions)
 from saycan_ros.planning.scene import scene_line, scene_of
 from saycan_ros.planning.prompt import load_prompt
@@ -39,13 +40,18 @@ def corpus(kitchen, skills, lexicon):
     gen = PlanDataGenerator(kitchen, skills, lex, seed=cfg.data.seed_offset,
                             exclude=heldout_instructions(CONFIG, kitchen),
                             scene_refresh=data.get("scene_refresh", False),
-                            family_weights=data.get("family_weights") or None)
+                            family_weights=data.get("family_weights") or None,
+                            any_reading=data.get("any_reading", "random"),
+                            missing_names=load_kitchen_lexicon().objects)
     return gen.dialogues(n)
 
 
 # -- the dialogues -------------------------------------------------------------------------------
 def test_every_generated_plan_replays_to_its_goal(kitchen, skills, corpus):
     for d in corpus[:1500]:
+        if d.goal is None:                      # an impossible request: "done" at once
+            assert d.family == "impossible" and d.steps == (skills.terminate.text,)
+            continue
         world = SymbolicWorld(kitchen, d.init)
         assert not d.goal.holds(world), d.instruction
         for step in d.steps:
@@ -95,6 +101,62 @@ def test_exclusions_of_two_categories_or_of_what_one_avoids_leave_something_allo
         assert d.goal.holds(world), (d.instruction, d.steps)
 
 
+def _only(family: str) -> dict:
+    from saycan_ros.learning.planner_data import FAMILY_WEIGHTS
+    return {f: float(f == family) for f in FAMILY_WEIGHTS}
+
+
+def test_ambiguous_requests_follow_each_of_their_readings(kitchen, skills, lexicon):
+    gen = PlanDataGenerator(kitchen, skills, lexicon, seed=3, family_weights=_only("ambiguous"))
+    readings: dict[str, set[str]] = {}
+    for d in gen.dialogues(300):
+        world = SymbolicWorld(kitchen, d.init)
+        for step in d.steps:
+            assert world.execute(skills.get(step)).success, (d.instruction, d.steps)
+        assert d.goal.holds(world)
+        phrases = [p for p in gen._definite_groups(SymbolicWorld(kitchen, d.init))
+                   if p in d.instruction.lower()]
+        if phrases:                               # a thing with several readings, not a place
+            readings.setdefault(phrases[0], set()).add(d.goal.text)
+        else:
+            assert "counter" in d.instruction.lower(), d.instruction
+    assert readings.get("the chips") and len(readings["the chips"]) > 1
+    assert sum(len(goals) > 1 for goals in readings.values()) >= 5
+
+
+def test_impossible_requests_name_what_is_missing_or_no_skill_does(kitchen, skills, lexicon):
+    gen = PlanDataGenerator(kitchen, skills, lexicon, seed=4, family_weights=_only("impossible"),
+                            missing_names=["banana", "coke bottle", "stapler"])
+    assert gen.missing_names == ["banana", "stapler"]    # "coke" is a name of the coke can
+    dialogues = gen.dialogues(60)
+    assert all(d.goal is None and d.steps == (skills.terminate.text,) for d in dialogues)
+    texts = [d.instruction.lower() for d in dialogues]
+    assert any("banana" in t or "stapler" in t for t in texts)
+    assert any(not ("banana" in t or "stapler" in t) for t in texts)   # an action no skill does
+
+
+@pytest.mark.parametrize("any_reading", ["random", "first"])
+def test_requests_any_thing_fulfils_fetch_the_first_in_the_scene_when_asked(
+        kitchen, skills, lexicon, any_reading):
+    gen = PlanDataGenerator(kitchen, skills, lexicon, seed=5, family_weights=_only("nl_nouns"),
+                            any_reading=any_reading)
+    first = 0
+    dialogues = [d for d in gen.dialogues(80) if d.goal.text.startswith("or(")]
+    for d in dialogues:
+        options = [term.split("(")[1].split(",")[0] for term in d.goal.text[3:].split("), ")]
+        fetched = next((s.split("the ", 1)[1] for s in d.steps if s.startswith("pick up")),
+                       d.init.holding)            # held already: the scene names it first
+        in_scene = sorted(options, key=lambda o: d.scene.find(f" {o}"))
+        first += fetched == in_scene[0]
+    assert len(dialogues) > 20
+    if any_reading == "first":
+        assert first == len(dialogues)
+    else:
+        assert first < len(dialogues)
+    with pytest.raises(ValueError, match="any_reading"):
+        PlanDataGenerator(kitchen, skills, lexicon, any_reading="nearest")
+
+
 def test_a_vocabulary_without_a_template_kind_is_refused_on_load(kitchen, tmp_path):
     from saycan_ros.core.config import ConfigError
     data = yaml.safe_load((CONFIG / "planner_data.yaml").read_text())
@@ -139,6 +201,9 @@ def test_no_test_instruction_in_any_prompt_pool_or_corpus(kitchen, corpus):
     assert len(dev) > 150
     # the development set measures generalisation too: no dev instruction is trained on
     assert not {normalise(d.instruction) for d in corpus} & dev
+    # ... nor a request of the development sets of asking and saying no
+    asking = {normalise(t) for t in heldout_instructions(CONFIG, kitchen, ASKING_SETS, False)}
+    assert len(asking) > 60 and not {normalise(d.instruction) for d in corpus} & asking
     seen: dict[str, set[str]] = {}
     for name in ("prompt.yaml", "prompt_cot.yaml", "prompt_adapter.yaml"):
         data = yaml.safe_load((CONFIG / name).read_text(encoding="utf-8"))

@@ -103,7 +103,8 @@ DESCRIPTIONS = {
     "refuse_impossible": "end a plan before anything moves, status rejected with the reason, "
                          "when the instruction needs an action no skill does or an everyday "
                          "thing the kitchen does not have (config/refusals.yaml, "
-                         "config/planner_lexicon.yaml)",
+                         "config/planner_lexicon.yaml), or when the first step the "
+                         "planner chooses is 'done'",
     "refusals_file": "the actions the robot cannot do ('' = config/refusals.yaml)",
     "ask_calibration_file": "the conformal calibration (saycan calibrate; '' = the shipped one "
                             "of the default model, models/ask_calibration_smollm2.json)",
@@ -377,7 +378,8 @@ class PlannerNode(Node):
                                         if self.ask_policy is not None else None,
                                         world_state=self._state_now,
                                         refuse=self.refusals.why_not
-                                        if self.refusals is not None else None)
+                                        if self.refusals is not None else None,
+                                        done_first_rejects=self.refusals is not None)
                 planner = self._planner
             self._publish_status(PlanStatus.STATE_PLANNING, instruction, 0, "planning", [])
             result = planner.run(instruction, self._current_revision())
