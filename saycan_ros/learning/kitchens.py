@@ -19,7 +19,8 @@ from typing import Iterable, Mapping
 from saycan_ros.core.config import ConfigError, load_yaml
 from saycan_ros.core.kitchen import USER, Kitchen, kitchen_from_dict
 from saycan_ros.core.skills import load_skills
-from saycan_ros.learning.planner_data import Dialogue, Lexicon, PlanDataGenerator
+from saycan_ros.learning.planner_data import (Dialogue, Lexicon, PlanDataGenerator,
+                                              impossible_actions)
 
 #: Where the places of a random kitchen stand (metres; the symbolic world and the distance
 #: affordance read them): up to 7 surfaces, the disposal place and the user.
@@ -120,7 +121,7 @@ def kitchen_lexicon(kitchen: Kitchen, lexicon: KitchenLexicon) -> Lexicon:
                    needs={k: v for k, v in lexicon.needs.items() if k in used},
                    templates=dict(base["templates"]), steps=dict(base["steps"]),
                    spills=list(base["spills"]), places=list(base["places"]),
-                   impossible_actions=list((base.get("impossible") or {}).get("actions") or []))
+                   impossible_actions=impossible_actions(base))
 
 
 class ManyKitchenGenerator:

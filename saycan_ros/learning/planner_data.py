@@ -115,7 +115,7 @@ def load_lexicon(kitchen: Kitchen, path: str | Path | None = None,
                       locations=dict(data["locations"]), needs=dict(data["needs"]),
                       templates=dict(data["templates"]), steps=dict(data["steps"]),
                       spills=list(data["spills"]), places=list(data["places"]),
-                      impossible_actions=list((data.get("impossible") or {}).get("actions") or []))
+                      impossible_actions=impossible_actions(data, source))
     except (KeyError, TypeError) as exc:
         raise ConfigError(f"{source}: missing or malformed section {exc}") from None
     missing_templates = TEMPLATE_KINDS - set(lex.templates)
@@ -138,6 +138,19 @@ def load_lexicon(kitchen: Kitchen, path: str | Path | None = None,
         langs, _ = load_yaml(languages_path, default_name="planner_languages.yaml")
         lex.languages = dict(langs.get("languages") or {})
     return lex
+
+
+def impossible_actions(data: Mapping, source: str = "planner_data.yaml") -> list[str]:
+    """``impossible.actions`` of a planner-data file: request templates (strings), or []."""
+    section = data.get("impossible") or {}
+    actions = section.get("actions") if isinstance(section, Mapping) else None
+    if actions is None and not section:
+        return []
+    if not isinstance(actions, list) or not all(isinstance(a, str) and a.strip()
+                                                for a in actions):
+        raise ConfigError(f"{source}: impossible.actions must be a list of request templates "
+                          f"(strings), got {actions!r}")
+    return list(actions)
 
 
 class PlanDataGenerator:

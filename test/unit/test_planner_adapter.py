@@ -135,6 +135,19 @@ def test_impossible_requests_name_what_is_missing_or_no_skill_does(kitchen, skil
     assert any(not ("banana" in t or "stapler" in t) for t in texts)   # an action no skill does
 
 
+@pytest.mark.parametrize("section", ["impossible: {actions: Open the door.}\n",
+                                     "impossible: {actions: ['Open {x}.', 3]}\n",
+                                     "impossible: ['Open {x}.']\n"])
+def test_impossible_actions_that_are_not_a_list_of_templates_are_one_line(
+        kitchen, tmp_path, section):
+    from saycan_ros.core.config import ConfigError
+    bad = tmp_path / "planner_data.yaml"
+    bad.write_text((CONFIG / "planner_data.yaml").read_text(encoding="utf-8").split(
+        "\nimpossible:")[0] + "\n" + section, encoding="utf-8")
+    with pytest.raises(ConfigError, match="impossible.actions must be a list"):
+        load_lexicon(kitchen, bad, languages_path=False)
+
+
 @pytest.mark.parametrize("any_reading", ["random", "first"])
 def test_requests_any_thing_fulfils_fetch_the_first_in_the_scene_when_asked(
         kitchen, skills, lexicon, any_reading):
