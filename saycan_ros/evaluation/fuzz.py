@@ -136,3 +136,21 @@ def fuzz_execute_requests(skills: list[str], seed: int = 0) -> list[tuple[str, d
         ("json", {"skill": json.dumps({"skill": skills[0]}), "timeout_s": 5.0}, False),
         ("valid", {"skill": skills[0], "timeout_s": 5.0}, True),
     ]
+
+
+#: A YAML "billion laughs": nine levels of nine aliases each, about 387 million names if expanded.
+ALIAS_BOMB = "\n".join(["a: &a [x,x,x,x,x,x,x,x,x]",
+                        *[f"{c}: &{c} [{','.join(['*' + p] * 9)}]"
+                          for p, c in zip("abcdefgh", "bcdefghi")], "holding: *i"])
+
+
+def fuzz_reset_requests() -> list[tuple[str, dict, bool, str]]:
+    """(kind, ResetWorld request fields, whether it may succeed, a word its refusal names)."""
+    return [
+        ("alias_bomb", {"init": ALIAS_BOMB, "seed": -1}, False, "aliases"),
+        ("holding_list", {"init": '{"holding": [1, 2]}', "seed": -1}, False, "must be a name"),
+        ("object_map", {"init": '{"objects": {"apple": {"x": 1}}}', "seed": -1}, False,
+         "must be a name"),
+        ("huge", {"init": "x" * 30_000, "seed": -1}, False, "the limit is 20000"),
+        ("valid", {"init": "{}", "seed": -1}, True, ""),
+    ]

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from saycan_ros.learning import models_dir
+from saycan_ros.learning import models_dir, repo_root
 from saycan_ros.learning._config_util import to_dict, with_overrides
 from saycan_ros.learning.configuration_planner import PlannerAdapterConfig
 from saycan_ros.learning.modeling_common import (autocast, cosine_lr, resolve_device,
@@ -85,14 +85,17 @@ def _collate(examples, index, pad_id: int):
 
 
 def _init_adapter(name: str) -> Path | None:
-    """The adapter folder to continue from (``init_adapter``: absolute or under models/)."""
+    """The adapter folder to continue from (``init_adapter``): an absolute path, a path in the
+    source checkout (``training/planner_smollm2_v6``: the parents of shipped adapters live in
+    ``training/``, not in ``models/``), or a folder under ``models/``."""
     from saycan_ros.core.config import ConfigError
     if not name:
         return None
-    path = Path(name) if Path(name).is_absolute() else models_dir() / name
-    if not (path / "adapter_config.json").is_file():
-        raise ConfigError(f"init_adapter {name!r}: no adapter at {path}")
-    return path
+    tried = [Path(name)] if Path(name).is_absolute() else [repo_root() / name, models_dir() / name]
+    for path in tried:
+        if (path / "adapter_config.json").is_file():
+            return path
+    raise ConfigError(f"init_adapter {name!r}: no adapter at {' or '.join(map(str, tried))}")
 
 
 def _adapter_identity(path: Path | None) -> dict | None:

@@ -7,11 +7,13 @@ only), under hostile input, killed nodes, cancels and load. Each part prints
   wrong: an answer that breaks the contract (a bad request that succeeds, a plan that runs a
   skill outside the registry, a valid instruction refused); lost: an input never answered.
 
-The parts (issue 23): ``instructions`` (fuzzed text, idle and while a plan runs), ``services``
-(malformed SkillScore / ExecuteSkill requests, RSS of each node), ``faults`` (SIGKILL a node
-mid-plan, restart it, plan again), ``injected`` (20% of skill executions fail: re-planning
-keeps the successes), ``cancel`` (mid-plan and mid-navigation, time to stop) and ``load``
-(instructions back to back: latency and RSS stay flat). Bounded in count and time.
+The parts: ``instructions`` (fuzzed text, idle and while a plan runs), ``services``
+(malformed SkillScore / ExecuteSkill / ResetWorld requests, the YAML alias bomb among them: how
+fast each is answered, RSS of each node), ``faults`` (SIGKILL a node mid-plan, restart it, plan
+again; SIGSTOP the language scorer and cancel), ``injected`` (20% of skill executions fail:
+re-planning keeps the successes), ``cancel`` (mid-plan and mid-navigation, time to stop; a
+second drive refused while one runs; the simulator's watchdog when cmd_vel goes silent) and
+``load`` (instructions back to back: latency and RSS stay flat). Bounded in count and time.
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ from tqdm import tqdm
 from saycan_ros.core.memory import cpu_seconds, rss_mb
 from saycan_ros.core.tasks import TaskError, check_instruction
 from saycan_ros.evaluation.fuzz import (fuzz_execute_requests, fuzz_instructions,
-                                        fuzz_score_requests)
+                                        fuzz_reset_requests, fuzz_score_requests)
 from saycan_ros.msg import PlanResult, PlanStatus
 from saycan_ros.ros.graph import start_processes, stop_processes
 from saycan_ros.ros.nodes.common import (AFFORDANCE_SERVICE, CANCEL_SERVICE, EXECUTE_SERVICE,
@@ -352,6 +354,8 @@ class ChaosBench:
                  for scorer in ("llm", "affordance")]
         cases += [("execute", kind, ExecuteSkill.Request(**fields), expect)
                   for kind, fields, expect in fuzz_execute_requests(self.skills, self.seed)]
+        cases += [("reset", kind, ResetWorld.Request(**fields), expect)
+                  for kind, fields, expect, _word in fuzz_reset_requests()]
         self.reset()
         answered: dict[str, list[float]] = {}    # client -> seconds to each answer
         slowest = (0.0, "")
@@ -426,7 +430,38 @@ class ChaosBench:
             elif again.state != PlanStatus.STATE_SUCCEEDED:
                 result.fail("wrong", f"after restarting {victim}: {SHORT[0]!r} {again.state}: "
                                      f"{again.message}")
+        self._cancel_with_a_stopped_scorer(result)
         return result
+
+    def _cancel_with_a_stopped_scorer(self, result: PartResult) -> None:
+        """SIGSTOP the language scorer mid-plan (a hang: it neither answers nor dies), cancel:
+        the plan ends ``cancelled`` at once, not ``failed`` by the score timeout or liveliness."""
+        result.tried += 1
+        self.reset()
+        since = self.probe.mark()
+        self.probe.send(LONG)
+        if self.probe.wait_status(since, lambda m: m.instruction == LONG and m.plan, 60.0) is None:
+            result.fail("hung", "hung scorer: the plan never executed a first skill")
+            return
+        scorer = self.procs["llm_scorer"]
+        scorer.send_signal(signal.SIGSTOP)
+        try:
+            time.sleep(0.5)                              # the next step's request waits on it
+            start = time.monotonic()
+            answer = self.probe.call("cancel", Trigger.Request(), 5.0)
+            end = self.probe.wait_status(
+                since, lambda m: m.instruction == LONG and m.state in TERMINAL, SCORE_TIMEOUT_S)
+        finally:
+            scorer.send_signal(signal.SIGCONT)
+        if answer is None or end is None:
+            result.fail("hung", "hung scorer: no answer to the cancel")
+        elif end.state != PlanStatus.STATE_CANCELLED:
+            result.fail("wrong", f"hung scorer: the cancelled plan ended {end.state} "
+                                 f"({end.message[:120]})")
+        else:
+            result.figures["hung_scorer_to_cancelled_s"] = time.monotonic() - start
+        if not self.wait_serving("llm_scorer", 60.0):
+            result.fail("hung", "the language scorer did not answer after SIGCONT")
 
     # -- part 5 (mid-plan; mid-navigation is CancelNavigationBench) -------------------------
     def part_cancel_plan(self, repeats: int = 20) -> tuple[PartResult, list[float]]:
@@ -541,6 +576,7 @@ class CancelNavigationBench:
     def run(self, repeats: int = 20) -> tuple[PartResult, list[float], list[float]]:
         result, to_stop, to_answer = PartResult("cancel"), [], []
         self.to_zero_command: list[float] = []
+        self.second_drive_refused: list[float] = []
         for client in (self.execute, self.cancel, self.reset):
             if not client.wait_for_service(timeout_sec=120.0):
                 result.fail("hung", f"{client.srv_name} never came up")
@@ -564,6 +600,7 @@ class CancelNavigationBench:
                 result.fail("hung", f"{goals[i % len(goals)]!r}: the base never drove")
                 continue
             time.sleep(0.3)
+            self._second_drive(result, goals[(i + 1) % len(goals)])
             start, sent_wall = time.monotonic(), time.time()
             answer = self.cancel.call_async(Trigger.Request())
             while not self._stopped() and time.monotonic() - start < 5.0:
@@ -592,7 +629,58 @@ class CancelNavigationBench:
         # share of one core the skill node used over the drives (its executor's cost)
         result.figures["navigate_skill_cpu"] = ((cpu_seconds(navigate_pid) - cpu_before)
                                                 / (time.monotonic() - began))
+        self._watchdog(result)
         return result, to_stop, to_answer
+
+    def _second_drive(self, result: PartResult, goal: str) -> None:
+        """A second drive while one runs is refused at once ("busy"), never queued."""
+        start = time.monotonic()
+        future = self.execute.call_async(ExecuteSkill.Request(skill=goal, timeout_s=60.0))
+        while not future.done() and time.monotonic() - start < 10.0:
+            time.sleep(0.001)
+        if not future.done():
+            result.fail("hung", "a second drive while one runs: no answer in 10 s")
+            return
+        self.second_drive_refused.append(time.monotonic() - start)
+        answer = future.result()
+        if answer.success or "busy" not in answer.message:
+            result.fail("wrong", f"a second drive while one runs: success={answer.success} "
+                                 f"({answer.message[:120]})")
+
+    def _watchdog(self, result: PartResult, repeats: int = 5) -> None:
+        """Drive the base on cmd_vel directly, then go silent: the simulator's watchdog stops
+        it (``cmd_timeout_s``, then its deceleration limit). Figure: silence to odom at rest."""
+        publisher = self.probe.create_publisher(TwistStamped, f"{self.NS}/cmd_vel", 10)
+        stops = []
+        try:
+            for _ in range(repeats):
+                result.tried += 1
+                command = TwistStamped()
+                command.twist.linear.x = 0.5
+                deadline = time.monotonic() + 10.0
+                while time.monotonic() < deadline:
+                    command.header.stamp = self.probe.get_clock().now().to_msg()
+                    publisher.publish(command)
+                    t = self._twist()
+                    if t is not None and t.linear.x > 0.4:
+                        break
+                    time.sleep(0.05)
+                else:
+                    result.fail("hung", "watchdog: the base never drove on cmd_vel")
+                    continue
+                silent = time.monotonic()
+                while not self._stopped() and time.monotonic() - silent < 5.0:
+                    time.sleep(0.001)
+                if not self._stopped():
+                    result.fail("wrong", "watchdog: the base still moved 5 s after cmd_vel "
+                                         "went silent")
+                    continue
+                stops.append(time.monotonic() - silent)
+        finally:
+            self.probe.destroy_publisher(publisher)
+        if stops:
+            result.figures["watchdog_stop_s_median"] = statistics.median(stops)
+            result.figures["watchdog_stop_s_worst"] = max(stops)
 
 
 def summary_line(results: list[PartResult], seconds: float) -> str:
@@ -675,7 +763,8 @@ def run_chaos(parts=PARTS, seed: int = 0, instructions: int = 1000, idle: int = 
                 for name, values in (("plan_to_cancelled_s", plan_times),
                                      ("zero_cmd_vel_s", nav.to_zero_command),
                                      ("odom_stopped_s", stop_times),
-                                     ("drive_answered_s", answer_times)):
+                                     ("drive_answered_s", answer_times),
+                                     ("second_drive_refused_s", nav.second_drive_refused)):
                     if values:
                         plan.figures[f"{name}_median"] = statistics.median(values)
                         plan.figures[f"{name}_worst"] = max(values)

@@ -546,6 +546,7 @@ def test_retrieval_pool_holds_no_evaluation_instruction(kitchen, skills):
 @needs_adapter
 def test_training_can_continue_an_adapter_and_records_which():
     from saycan_ros.core.config import ConfigError
+    from saycan_ros.learning.configuration_planner import PlannerAdapterConfig
     from saycan_ros.learning.train_planner import _adapter_identity, _init_adapter
     assert _init_adapter("") is None
     with pytest.raises(ConfigError, match="no adapter"):
@@ -554,6 +555,11 @@ def test_training_can_continue_an_adapter_and_records_which():
     identity = _adapter_identity(shipped)
     assert identity["folder"] == "planner_smollm2" and len(identity["sha256"]) == 64
     assert identity["data_version"] == json.loads((shipped / "planner.json").read_text())["data_version"]
+    # the config's start (a parent of the shipped adapter, kept in the checkout's training/)
+    parent = _init_adapter(PlannerAdapterConfig.load().init_adapter)
+    assert parent.parent.name == "training" and (parent / "adapter_model.safetensors").is_file()
+    recorded = json.loads((shipped / "planner.json").read_text())["init_adapter"]
+    assert recorded["sha256"] == _adapter_identity(parent)["sha256"]
 
 
 def test_the_step_prompt_sets_the_scorers_scene_refresh_flag():

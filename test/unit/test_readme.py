@@ -37,3 +37,19 @@ def test_every_file_the_readme_links_to_exists():
     assert local
     missing = [link for link in local if not (ROOT / link).exists()]
     assert not missing, missing
+
+
+def test_models_holds_only_what_the_product_loads_each_with_its_card():
+    """Every entry of models/ is named by the package's code outside training and the CLI (a
+    node, the planner, the pick skill loads it) and has a card in models/README.md (a record
+    ``x.json`` goes with the card of ``x.pt``)."""
+    cards = (ROOT / "models" / "README.md").read_text(encoding="utf-8")
+    code = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "saycan_ros").rglob("*.py")
+                     if "learning" not in p.parts and p.parent.name != "cli")
+    entries = [p for p in (ROOT / "models").iterdir() if p.name != "README.md"]
+    assert entries
+    for entry in entries:
+        stem = entry.name.split(".")[0]
+        assert re.search(rf"^## {re.escape(stem)}\b", cards, re.M), \
+            f"models/{entry.name} has no card in models/README.md"
+        assert stem in code, f"models/{entry.name} is loaded by nothing in the product"
