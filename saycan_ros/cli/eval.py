@@ -162,7 +162,7 @@ def _ask_setting(args, strategies, models) -> tuple[dict, str]:
     if args.ask_threshold is not None:
         if not 0.0 < args.ask_threshold <= 1.0:
             return {}, f"--ask-threshold must be in (0, 1], got {args.ask_threshold}"
-        return {"threshold": args.ask_threshold}, ""
+        return {"threshold": args.ask_threshold, "words": not args.ask_scores_only}, ""
     if not 0.0 < args.ask < 1.0:
         return {}, f"--ask (epsilon) must be in (0, 1), got {args.ask}"
     from saycan_ros.planning.asking import Calibration, default_calibration
@@ -174,7 +174,7 @@ def _ask_setting(args, strategies, models) -> tuple[dict, str]:
         Calibration.load(path)
     except ValueError as exc:
         return {}, str(exc)
-    return {"epsilon": args.ask, "calibration": str(path)}, ""
+    return {"epsilon": args.ask, "calibration": str(path), "words": not args.ask_scores_only}, ""
 
 
 def register(sub) -> None:
@@ -228,6 +228,9 @@ def register(sub) -> None:
                     help="baseline: ask when the top skill's probability is below TAU")
     ev.add_argument("--calibration", default="",
                     help="calibration file for --ask (default: the shipped one of the model)")
+    ev.add_argument("--ask-scores-only", action="store_true",
+                    help="ask from the scores alone, without reading the instruction's words "
+                         "(planning.wording: 'the chips' with three bags, 'a soda')")
     ev.add_argument("--json")
     ev.add_argument("--jsonl", help="append each task's outcome to this file as it finishes")
     ev.add_argument("--limit", type=int, default=0)

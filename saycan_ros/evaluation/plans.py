@@ -187,7 +187,8 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
              strategy_options: dict | None = None, max_failures: int = 0,
              fault_rate: float = 0.0, ask_policy: AskPolicy | None = None,
              person: Callable | None = None,
-             refuse: Callable[[str], str] | None = None) -> EvalReport:
+             refuse: Callable[[str], str] | None = None,
+             wording=None) -> EvalReport:
     """Plan and execute each task from its ``init`` in a fresh ``world`` (``symbolic``; ``sim``:
     the simulator, seeded per task; ``nodes``: the node graph; ``world_options`` go to it, e.g.
     ``pick="learned"``).
@@ -198,7 +199,9 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
     ``fault_rate``: that fraction of skill executions fails before it runs (seeded per task,
     :class:`~saycan_ros.planning.faults.FaultInjectingExecutor`), to measure recovery.
     ``ask_policy``: when to ask (:mod:`saycan_ros.planning.asking`); ``person(task, world,
-    skills, kitchen)`` makes who answers (default :class:`SimulatedPerson`). Each outcome
+    skills, kitchen)`` makes who answers (default :class:`SimulatedPerson`); ``wording`` (a
+    :class:`~saycan_ros.planning.wording.Wording`) lets the instruction's words overrule the
+    policy where the scores cannot tell. Each outcome
     records the language model's work (forward passes, scored and generated tokens, seconds)
     spent on its task. ``refuse(instruction)``: the reason to refuse it, or "" (what the planner
     node does with ``refuse_impossible``, :mod:`saycan_ros.planning.refusal`); a task whose
@@ -230,7 +233,8 @@ def evaluate(tasks: Sequence[Task], *, kitchen: Kitchen, skills: SkillSet, langu
                           ask=(person or SimulatedPerson)(task, here, skills, kitchen)
                           if ask_policy is not None else None,
                           world_state=here.snapshot, refuse=refuse,
-                          done_first_rejects=refuse is not None)
+                          done_first_rejects=refuse is not None,
+                          wording=wording if ask_policy is not None else None)
         before = backend.stats.snapshot() if backend is not None else None
         started = time.perf_counter()
         result = planner.run(task.text)

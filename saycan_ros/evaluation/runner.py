@@ -53,6 +53,7 @@ def _evaluate(job: EvalJob, tasks, vocabulary, scorer, resources, on_task=None,
     from saycan_ros.planning.asking import make_ask_policy
     from saycan_ros.evaluation.plans import evaluate
     from saycan_ros.planning.refusal import load_refusals
+    from saycan_ros.planning.wording import Wording
     backend = getattr(scorer, "backend", None)
     refusals = load_refusals(vocabulary.kitchen) if job.refuse else None
     return evaluate(tasks, kitchen=vocabulary.kitchen, skills=vocabulary.skills,
@@ -64,7 +65,9 @@ def _evaluate(job: EvalJob, tasks, vocabulary, scorer, resources, on_task=None,
                     max_failures=job.max_failures, fault_rate=job.fault_rate,
                     strategy_options={"prune": job.prune},
                     ask_policy=make_ask_policy(job.ask, getattr(backend, "name", "")),
-                    refuse=refusals.why_not if refusals is not None else None)
+                    refuse=refusals.why_not if refusals is not None else None,
+                    wording=Wording.from_kitchen(vocabulary.kitchen)
+                    if job.ask and job.ask.get("words", True) else None)
 
 
 #: The model a worker process holds: (model name, vocabulary, scorer, resources).

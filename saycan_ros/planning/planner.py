@@ -25,6 +25,7 @@ from saycan_ros.core.skills import SkillSet
 from saycan_ros.planning.asking import (Answer, Asker, AskPolicy, NoAnswer, Question,
                                         step_probabilities, without_no_ops)
 from saycan_ros.planning.scene import changes_scene
+from saycan_ros.planning.wording import Wording
 
 
 # -- what the planner talks to ----------------------------------------------------------------
@@ -260,7 +261,8 @@ class Planner:
                  cancel_event: threading.Event | None = None, refresh_scene: bool = False,
                  ask_policy: AskPolicy | None = None, ask: Asker | None = None,
                  world_state: Callable[[], Any] | None = None,
-                 refuse: Callable[[str], str] | None = None, done_first_rejects: bool = False):
+                 refuse: Callable[[str], str] | None = None, done_first_rejects: bool = False,
+                 wording: Wording | None = None):
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         if max_failures < 0:
@@ -294,6 +296,9 @@ class Planner:
         # "done" as the first step (before any skill succeeded) ends the plan rejected with
         # IDLE_DONE_REASON instead of succeeded: the model's own "nothing I can do helps"
         self.done_first_rejects = done_first_rejects
+        # With asking on: the instruction's words overrule the set where the scores cannot
+        # tell (planning.wording): "the chips" with three bags is asked about, "a soda" is not
+        self.wording = wording
         # Given by a caller that acknowledges cancels before the plan starts (the planner node):
         # a cancel holds from the moment it is set, even before run() begins.
         self.cancel_event = cancel_event if cancel_event is not None else threading.Event()
@@ -420,13 +425,15 @@ class Planner:
                 state = None
         if state is not None:
             p = without_no_ops(p, [self.skills.get(text) for text in record.skills], state)
-        offered = self.ask_policy.options(p)
+        offered, policy = self.ask_policy.options(p), self.ask_policy.name
+        if self.wording is not None:
+            offered, policy = self._read_the_words(result, record, p, state, offered, policy)
         if len(offered) == 1:             # the set's one skill (not one that changes nothing)
             record.selected = record.skills[offered[0]]
         if len(offered) < 2:
             return None
         question = Question(record.step, tuple(record.skills[i] for i in offered),
-                            tuple(float(p[i]) for i in offered), self.ask_policy.name)
+                            tuple(float(p[i]) for i in offered), policy)
         record.question = question
         try:
             answer = self.ask(question)
@@ -460,6 +467,28 @@ class Planner:
                                                f"skill can run")
         record.selected = record.skills[int(np.argmax(rest))]
         return None
+
+    def _read_the_words(self, result: PlanResult, record: StepRecord, p, state,
+                        offered: list[int], policy: str) -> tuple[list[int], str]:
+        """The options after reading the instruction (:mod:`~saycan_ros.planning.wording`): a
+        description that fits several things and that no step settled asks which one (once per
+        set of readings); a set of finds the person left to the robot is the likeliest."""
+        candidates = [self.skills.get(text) for text in record.skills]
+        history = [self.skills.get(text) for text in result.plan if text in self.skills]
+        readings = self.wording.readings(result.instruction, history, candidates, p, state)
+        # a question the person answered with one of its options is not asked again; after
+        # "something else" it may come back at a later step
+        asked = [set(s.question.options) for s in result.steps if s.question is not None
+                 and s.answer is not None and s.answer.choice is not None]
+        if readings and not any({record.skills[i] for i in readings} <= a for a in asked):
+            # the words' readings, and any the set holds that the words did not see ("the
+            # soda" is also the 7up can the model weighs): likeliest first
+            merged = readings + [i for i in offered if i not in readings and len(offered) > 1]
+            return sorted(merged, key=lambda i: -p[i]), "reading"
+        if len(offered) > 1 and self.wording.left_to_robot(
+                result.instruction, [candidates[i] for i in offered], state):
+            return offered[:1], policy
+        return offered, policy
 
     def _scene(self, result: PlanResult, last: str) -> str:
         """The scene line now (read at the start and after each step that

@@ -56,6 +56,7 @@ from saycan_ros.core.skills import load_skills
 from saycan_ros.srv import AnswerQuestion, ExecuteSkill, GetWorldState, SkillScore
 from saycan_ros.planning import asking
 from saycan_ros.planning.refusal import load_refusals
+from saycan_ros.planning.wording import Wording
 from saycan_ros.core.tasks import TaskError, check_instruction
 
 DEFAULTS = {
@@ -75,6 +76,7 @@ DEFAULTS = {
     "ask_epsilon": 0.0,            # > 0: ask when the conformal set (coverage 1 - eps) is not one
     "ask_calibration_file": "",    # "" = models/ask_calibration_smollm2.json (the default model)
     "answer_timeout_s": 60.0,      # a question unanswered this long ends the plan failed
+    "ask_reads_words": True,       # asking reads the instruction: "the chips" (which?), "a soda"
     "refuse_impossible": True,     # "I can't ...": an action no skill does, a thing not here
     "refusals_file": "",           # "" = config/refusals.yaml
 }
@@ -99,7 +101,7 @@ DESCRIPTIONS = {
                      "and where trash goes, for an adapter whose prompt has scene_details: true",
     "ask_epsilon": "ask the person when the step's conformal prediction set, which holds a "
                    "right next skill with probability 1 - ask_epsilon, holds skills that do "
-                   "different things (0: never ask; e.g. 0.1)",
+                   "different things (0: never ask; e.g. 0.15)",
     "refuse_impossible": "end a plan before anything moves, status rejected with the reason, "
                          "when the instruction needs an action no skill does or an everyday "
                          "thing the kitchen does not have (config/refusals.yaml, "
@@ -109,6 +111,11 @@ DESCRIPTIONS = {
     "ask_calibration_file": "the conformal calibration (saycan calibrate; '' = the shipped one "
                             "of the default model, models/ask_calibration_smollm2.json)",
     "answer_timeout_s": "seconds a question waits on saycan/answer before the plan ends failed",
+    "ask_reads_words": "with asking on, the instruction's words overrule the conformal set "
+                       "where scores cannot tell: a definite description that fits several "
+                       "things ('the chips', three bags) is asked about until a step names one; "
+                       "finds of things the person left to the robot ('a soda', 'some chips') "
+                       "are not (saycan_ros.planning.wording); false: the scores alone",
 }
 
 
@@ -176,6 +183,8 @@ class PlannerNode(Node):
             raise ValueError("max_steps must be at least 1")
         self.ask_policy = _ask_policy(self.params)
         kitchen = self.kitchen = load_kitchen(self.params["kitchen_file"] or None)
+        self.wording = Wording.from_kitchen(kitchen) \
+            if self.ask_policy is not None and self.params["ask_reads_words"] else None
         self.skills = load_skills(kitchen, self.params["skills_file"] or None)
         self.refusals = load_refusals(kitchen, self.params["refusals_file"] or None,
                                       synonyms=None if not self.params["kitchen_file"] else {}) \
@@ -379,7 +388,8 @@ class PlannerNode(Node):
                                         world_state=self._state_now,
                                         refuse=self.refusals.why_not
                                         if self.refusals is not None else None,
-                                        done_first_rejects=self.refusals is not None)
+                                        done_first_rejects=self.refusals is not None,
+                                        wording=self.wording)
                 planner = self._planner
             self._publish_status(PlanStatus.STATE_PLANNING, instruction, 0, "planning", [])
             result = planner.run(instruction, self._current_revision())
