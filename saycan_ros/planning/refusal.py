@@ -2,14 +2,15 @@
 ("Open the fridge.") or an everyday thing the kitchen does not have ("Bring me a banana.") is
 refused with the reason, instead of being carried out on something else.
 
-Grounded in the kitchen file and two word lists, not in the language model: the actions of
-``config/refusals.yaml`` (verbs that start a clause of the request) and the everyday objects of
-``config/planner_lexicon.yaml``. Names of the kitchen's own objects and places are read first and
-never count as missing ("lime" in "lime soda"), and a thing named after "not", "no", "without"
-or "except" is not asked for. Short names of the lexicon's objects ("pizza" of "frozen pizza")
-count only after a request word in their sentence ("bring", "I'd like"): short words are often
-mentioned without being asked for. A request in words neither list knows is left to the
-planner.
+Grounded in the kitchen file and word lists, not in the language model: the actions of
+``config/refusals.yaml`` (verbs that start a clause of the request), the everyday objects of
+``config/planner_lexicon.yaml`` and the more everyday things of ``refusals.yaml``'s ``things``
+(those count only when asked for, as short names do). Names of the kitchen's own objects and
+places are read first and never count as missing ("lime" in "lime soda"), and a thing named
+after "not", "no", "without" or "except" is not asked for. Short names of the lexicon's
+objects ("pizza" of "frozen pizza") count only after a request word in their sentence ("bring",
+"I'd like"): short words are often mentioned without being asked for. A request in words no
+list knows is left to the planner.
 """
 from __future__ import annotations
 
@@ -153,10 +154,18 @@ def load_refusals(kitchen: Kitchen, path=None, lexicon_path=None,
                     if name in kitchen.objects}
     known = {_words(n) for n in (*kitchen.objects, *kitchen.locations)}
     known |= {_words(n) for names in synonyms.values() for n in names}
+    things = data.get("things", [])
+    if not isinstance(things, list) or not all(isinstance(t, str) and t.strip() for t in things):
+        raise ConfigError(f"{source}: 'things' must be a list of names of everyday things")
     categories = {**(planner_data.get("categories") or {}), **(lexicon.get("categories") or {})}
     names = {_words(n) for n in lexicon["objects"]}
     missing = sorted(names - known, key=len, reverse=True)
-    short = sorted(_short_names(names, categories) - names - known, key=len, reverse=True)
+    own_words = {w for n in known for w in n.split()}
+    own_words |= {w for obj in kitchen.objects.values()
+                  for w in _words(" ".join((obj.category, *obj.attributes))).split()}
+    more = {t for t in map(_words, things) if t not in own_words}     # "towel": a paper towel
+    short = sorted((_short_names(names, categories) | more) - names - known, key=len,
+                   reverse=True)
     return Refusals({_words(k): v.strip() for k, v in actions.items()}, tuple(missing),
                     tuple(sorted(known, key=len, reverse=True)), tuple(short))
 

@@ -59,13 +59,12 @@ def test_no_possible_task_of_any_task_file_is_refused():
 
 
 def test_the_impossible_development_set(refusals):
-    """config/impossible_dev.yaml: 33 of its 40 are refused (the rest name things or actions
-    that neither word list knows: a phone, a towel, a beer, the remote control, bread, setting
-    the table, wiping)."""
+    """config/impossible_dev.yaml: 38 of its 40 are refused (not: setting the table, wiping,
+    which tasks.yaml's "Wipe the far counter." keeps off the action list)."""
     data = yaml.safe_load((ROOT / "config" / "impossible_dev.yaml").read_text(encoding="utf-8"))
     refused = [t["id"] for t in data["instructions"] if refusals.why_not(t["text"])]
     assert len(data["instructions"]) >= 15
-    assert len(refused) >= 33, refused
+    assert len(refused) >= 38, refused
 
 
 def test_short_names_count_only_when_asked_for(refusals):
@@ -110,3 +109,15 @@ def test_the_planner_ends_a_refused_plan_rejected_before_any_step(kitchen, skill
     result = planner.run("Open the fridge.")
     assert result.state == "rejected" and result.steps == [] and result.plan == []
     assert result.message.startswith("I can't open things")
+
+
+def test_more_everyday_things_count_when_asked_for_and_never_as_the_kitchen_s_own_words(
+        refusals):
+    assert refusals.why_not("Where is my phone? Bring it to me.") == \
+        "I can't: there is no phone here"
+    assert refusals.why_not("Could you grab me a beer?") == "I can't: there is no beer here"
+    assert refusals.why_not("I left my phone on the table, go there.") == ""   # not asked for
+    nursery = load_kitchen(ROOT / "config" / "dev_kitchens" / "nursery.yaml")
+    assert "toy" in " ".join(a for o in nursery.objects.values() for a in o.attributes)
+    assert load_refusals(nursery, synonyms={}).why_not("Bring me a toy.") == ""   # a rattle
+    assert refusals.why_not("Bring me a toy.") == "I can't: there is no toy here"
