@@ -152,7 +152,8 @@ def _ask_setting(args, strategies, models) -> tuple[dict, str]:
     """The ask policy of ``--ask`` / ``--ask-threshold`` (planning.asking.make_ask_policy),
     checked before any model loads; (setting, "") or ({}, what is wrong)."""
     if args.ask is None and args.ask_threshold is None:
-        return {}, ""
+        return {}, "--ask-scores-only needs --ask or --ask-threshold" if args.ask_scores_only \
+            else ""
     if args.ask is not None and args.ask_threshold is not None:
         return {}, "--ask and --ask-threshold are two policies: give one"
     if args.world != "symbolic":

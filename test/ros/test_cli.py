@@ -154,6 +154,7 @@ def test_the_public_task_file_is_found_by_name(tmp_path):
     (["eval", "--ask", "0.15", "--world", "sim"], "asking is evaluated in the symbolic world"),
     (["eval", "--ask", "0.15", "--ask-threshold", "0.5"], "two policies: give one"),
     (["eval", "--ask", "0.15", "--calibration", "nope.json"], "not a calibration file"),
+    (["eval", "--ask-scores-only"], "--ask-scores-only needs --ask or --ask-threshold"),
     (["eval", "--ask-threshold", "0.5", "--strategies", "generative"],
      "asking needs the scoring strategies"),
     (["calibrate", "--plans", "1"], "--plans must be at least 3"),

@@ -90,6 +90,9 @@ def test_a_bad_refusals_file_is_one_line(tmp_path):
     bad.write_text("actions: [open, wash]\n")
     with pytest.raises(ConfigError, match="'actions' must map verb phrases"):
         load_refusals(load_kitchen(), bad)
+    bad.write_text("actions: {open: open things}\nthings: phone\n")
+    with pytest.raises(ConfigError, match="'things' must be a list of names"):
+        load_refusals(load_kitchen(), bad)
 
 
 def test_the_planner_ends_a_refused_plan_rejected_before_any_step(kitchen, skills):
