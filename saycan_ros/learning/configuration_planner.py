@@ -65,6 +65,16 @@ class LoraConfig:
                              f"{self.alpha!r}, {self.dropout!r})")
 
 
+ATTENTIONS = ("auto", "eager", "sdpa")
+
+
+def resolve_attention(attention: str, device: str) -> str:
+    """The attention implementation a training run on ``device`` uses."""
+    if attention == "auto":
+        return "eager" if device == "cpu" else "sdpa"
+    return attention
+
+
 @dataclass(frozen=True)
 class PlannerTrainConfig:
     epochs: int = 1
@@ -76,11 +86,16 @@ class PlannerTrainConfig:
     checkpoint_every: int = 50        # optimiser steps between checkpoints (--resume continues)
     precision: str = "auto"           # bf16 autocast where the device has it natively, else fp32
     device: str = "auto"              # cuda where torch sees a GPU, else cpu; or cpu / cuda
+    # The attention kernel while training: auto = eager on the CPU (for dialogues of ~250
+    # tokens its backward is faster than the CPU flash kernel's), sdpa on a GPU.
+    attention: str = "auto"
 
     def __post_init__(self):
         from saycan_ros.learning.modeling_common import DEVICES
         if self.device not in DEVICES:
             raise ValueError(f"device: expected one of {DEVICES}, got {self.device!r}")
+        if self.attention not in ATTENTIONS:
+            raise ValueError(f"attention: expected one of {ATTENTIONS}, got {self.attention!r}")
         for name in ("epochs", "batch_size", "threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: expected at least 1, got {getattr(self, name)!r}")

@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from saycan_ros.learning import models_dir, repo_root
 from saycan_ros.learning._config_util import to_dict, with_overrides
-from saycan_ros.learning.configuration_planner import PlannerAdapterConfig
+from saycan_ros.learning.configuration_planner import PlannerAdapterConfig, resolve_attention
 from saycan_ros.learning.modeling_common import (autocast, cosine_lr, resolve_device,
                                                  resolve_precision, training_host)
 from saycan_ros.llm.config import ADAPTER_DIRS
@@ -201,6 +201,8 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
     torch.manual_seed(seed)
     model, tokenizer, _ = load_causal_lm(cfg.base_model, "float32")
     model.to(device)                      # before the LoRA layers, which follow their base layer
+    attention = resolve_attention(cfg.train.attention, device)
+    model.config._attn_implementation = attention     # the same function, a faster kernel
     bos = leading_special_ids(tokenizer)
     examples = [seq for d in dialogues for seq in encode_dialogue(tokenizer, prompt, d, bos)]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -272,7 +274,7 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
         "kind": "planner_adapter", "base_model": cfg.base_model, "prompt": cfg.prompt,
         "seed": seed, "data_version": DATA_VERSION, "config": to_dict(cfg),
         "init_adapter": _adapter_identity(init),
-        "precision": precision, "device": device,
+        "precision": precision, "device": device, "attention": attention,
         "host": training_host(cfg.train.threads, device),
         "dialogues": len(dialogues),
         "families": dict(Counter(d.family for d in dialogues)),

@@ -674,3 +674,14 @@ def test_training_device_auto_follows_the_gpu_and_cuda_without_one_is_refused(mo
     with pytest.raises(ValueError, match="device"):
         PlannerTrainConfig(device="gpu0")
     assert PlannerTrainConfig().device == "auto"
+
+
+def test_training_attention_auto_is_eager_on_the_cpu_and_an_unknown_one_is_refused():
+    """``train.attention``: the planner's training kernel (the function is the same, see
+    test_planner_adapter's check of the loss); auto picks eager on the CPU, sdpa on a GPU."""
+    from saycan_ros.learning.configuration_planner import PlannerTrainConfig, resolve_attention
+    assert resolve_attention("auto", "cpu") == "eager" and resolve_attention("auto", "cuda") == "sdpa"
+    assert resolve_attention("sdpa", "cpu") == "sdpa"
+    with pytest.raises(ValueError, match="attention"):
+        PlannerTrainConfig(attention="flash")
+    assert PlannerTrainConfig().attention == "auto"

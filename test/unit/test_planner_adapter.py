@@ -406,6 +406,30 @@ def test_train_planner_reproduces_from_a_seed(tmp_path):
     assert record["seed"] == 0 and record["dialogues"] == 4
     assert {"cpu", "cpu_capability", "torch"} <= set(record["host"])
     assert record["data_version"] >= 1 and "held_out_token_accuracy" in record["metrics"]
+    assert record["attention"] == "eager"     # train.attention auto, on the CPU
+
+
+@pytest.mark.timeout(300)
+def test_the_training_loss_is_the_same_with_eager_and_sdpa_attention(kitchen, skills, lexicon):
+    """train.attention changes the kernel, not the function: the option loss of a batch of
+    real dialogues agrees to 1e-4 (fp32) between the two implementations."""
+    import torch
+    from saycan_ros.learning.train_planner import _collate, encode_dialogue, option_loss
+    from saycan_ros.llm.models import load_causal_lm
+    from saycan_ros.llm.transformers_backend import leading_special_ids
+    model, tokenizer, _ = load_causal_lm("smollm2-135m", "float32")
+    prompt = load_prompt("prompt_adapter_step.yaml")
+    dialogues = PlanDataGenerator(kitchen, skills, lexicon, seed=5, scene_refresh=True).dialogues(3)
+    examples = [seq for d in dialogues
+                for seq in encode_dialogue(tokenizer, prompt, d, leading_special_ids(tokenizer))]
+    ids, mask, flags = _collate(examples, list(range(len(examples))), 0)
+    assert bool((mask == 0).any())             # padded rows: the mask is exercised too
+    losses = {}
+    for attention in ("sdpa", "eager"):
+        model.config._attn_implementation = attention
+        with torch.no_grad():
+            losses[attention] = float(option_loss(model, ids, mask, flags)[0])
+    assert abs(losses["sdpa"] - losses["eager"]) < 1e-4 and losses["sdpa"] > 0
 
 
 needs_adapter = pytest.mark.skipif(not (MODELS / "planner_smollm2" / "adapter_config.json").is_file(),
