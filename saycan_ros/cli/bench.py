@@ -1,5 +1,6 @@
-"""``saycan bench scoring|sim|speech|memory|chaos``: the benchmarks, reported as ratios measured
-side by side in one run (packed vs naive scoring; simulator steps with and without the camera; the
+"""``saycan bench scoring|training|sim|speech|memory|chaos``: the benchmarks, reported as ratios
+measured side by side in one run (packed vs naive scoring; the planner adapter's training step
+under each attention and dropout setting; simulator steps with and without the camera; the
 speech recognisers on the same spoken instructions; the scorer's memory with and without freed
 memory given back), and the fault suite over the node graph
 (:mod:`saycan_ros.ros.chaos`; exit status 1 when any part finds a problem)."""
@@ -62,7 +63,34 @@ def _bench_scoring(args) -> int:
     return 0
 
 
+def _report(args, run, formatter, errors=(ValueError,)) -> int:
+    """Run a bench; its result to ``--json`` and, formatted, to stdout; a bad setting
+    (``errors``) is one line and exit status 2."""
+    try:
+        result = run()
+    except errors as exc:
+        print(f"saycan bench {args.what}: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        write_json(args.json, result)
+    print(formatter(result))
+    return 0
+
+
+def _bench_training(args) -> int:
+    """Time the planner adapter's training step under each arm, on the same batches."""
+    from saycan_ros.evaluation.bench_training import format_training_result, run_training_bench
+    return _report(args, lambda: run_training_bench(
+        args.config or None, model=args.model or "", batches=args.batches,
+        dialogues=args.dialogues, seed=args.seed, threads=args.threads),
+        format_training_result, errors=(ValueError, OSError))
+
+
 def cmd_bench(args) -> int:
+    if args.what == "training":
+        return _bench_training(args)
+    from saycan_ros.llm.config import DEFAULT_MODEL
+    args.model = args.model or DEFAULT_MODEL
     if args.what == "scoring":
         return _bench_scoring(args)
     if args.what == "speech":
@@ -70,14 +98,11 @@ def cmd_bench(args) -> int:
         from saycan_ros.evaluation.bench_speech import format_speech_result, run_speech_bench
         from saycan_ros.speech.recognisers import kitchen_prompt, make_recogniser
         prompt = kitchen_prompt(load_kitchen())
-        result = run_speech_bench({
+        return _report(args, lambda: run_speech_bench({
             "whisper": lambda: make_recogniser("whisper", threads=2, prompt=prompt),
             "whisper-noprompt": lambda: make_recogniser("whisper", threads=2),
-            "pocketsphinx": lambda: make_recogniser("pocketsphinx")})
-        if args.json:
-            write_json(args.json, result)
-        print(format_speech_result(result))
-        return 0
+            "pocketsphinx": lambda: make_recogniser("pocketsphinx")}),
+            format_speech_result, errors=())
     if args.what == "chaos":
         from saycan_ros.ros.chaos import PARTS, run_chaos
         parts = [p.strip() for p in args.parts.split(",") if p.strip()] if args.parts else PARTS
@@ -96,31 +121,22 @@ def cmd_bench(args) -> int:
     if args.what == "memory":
         from saycan_ros.evaluation.bench_memory import format_memory_result, run_memory_bench
         policies = [p.strip() for p in args.policies.split(",") if p.strip()]
-        try:
-            result = run_memory_bench(args.instructions, args.model, args.adapter, args.seed,
-                                      policies)
-        except ValueError as exc:
-            print(f"saycan bench memory: {exc}", file=sys.stderr)
-            return 2
-        if args.json:
-            write_json(args.json, result)
-        print(format_memory_result(result))
-        return 0
+        return _report(args, lambda: run_memory_bench(args.instructions, args.model,
+                                                      args.adapter, args.seed, policies),
+                       format_memory_result)
     if args.what == "sim":
         from saycan_ros.sim.bench import format_sim_result, run_sim_bench
-        result = run_sim_bench(steps=args.steps, camera=not args.no_camera)
-        if args.json:
-            write_json(args.json, result)
-        print(format_sim_result(result))
-        return 0
+        return _report(args, lambda: run_sim_bench(steps=args.steps, camera=not args.no_camera),
+                       format_sim_result, errors=())
     raise AssertionError(args.what)
 
 
 def register(sub) -> None:
     from saycan_ros.llm.config import DEFAULT_MODEL, LLMConfig
     bench = sub.add_parser("bench", help="benchmarks (ratios measured side by side)")
-    bench.add_argument("what", choices=["scoring", "sim", "speech", "chaos", "memory"])
-    bench.add_argument("--model", default=DEFAULT_MODEL)
+    bench.add_argument("what", choices=["scoring", "training", "sim", "speech", "chaos", "memory"])
+    bench.add_argument("--model", default="",
+                       help=f"the language model (default {DEFAULT_MODEL}; training: the config's)")
     bench.add_argument("--adapter", default=LLMConfig().adapter,
                        help="scoring: the planner adapter's prompt and weights (auto, the "
                             "planner's default), or none (the frozen model's few-shot prompt)")
@@ -135,6 +151,13 @@ def register(sub) -> None:
                          help="the task file whose plans are timed (default: tasks_dev.yaml)")
     add_kitchen_argument(scoring)
     scoring.add_argument("--threads", type=int, default=0, help="torch threads (0 = default)")
+    training = bench.add_argument_group("training (the planner adapter)")
+    training.add_argument("--config", default="",
+                          help="hyper-parameters: the planner section (default config/learning.yaml)")
+    training.add_argument("--batches", type=int, default=4,
+                          help="optimiser steps timed per arm (after one warm-up step)")
+    training.add_argument("--dialogues", type=int, default=32,
+                          help="dialogues generated for the batches")
     bench.add_argument("--steps", type=int, default=5000)
     bench.add_argument("--no-camera", action="store_true")
     bench.add_argument("--json")

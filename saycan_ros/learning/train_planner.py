@@ -305,10 +305,26 @@ def _save_checkpoint(path: Path, step: int, params, optimiser, losses, tokens, c
     tmp.replace(path)
 
 
+#: Settings a resumed run may change: where and how fast the same arithmetic runs (a run
+#: started on the CPU may finish on a GPU, or with the attention kernel that fits in memory).
+RESUME_FREE = {"train": ("attention", "device", "threads", "checkpoint_every")}
+
+
+def _resume_key(config: dict | None) -> dict | None:
+    if config is None:
+        return None
+    key = {section: dict(values) if isinstance(values, dict) else values
+           for section, values in config.items()}
+    for section, names in RESUME_FREE.items():
+        for name in names:
+            key.get(section, {}).pop(name, None)
+    return key
+
+
 def _load_checkpoint(path: Path, params, optimiser, cfg, seed) -> tuple[int, list, int]:
     from saycan_ros.core.config import ConfigError
     state = torch.load(path, map_location="cpu", weights_only=True)
-    if state.get("config") != to_dict(cfg) or state.get("seed") != seed:
+    if _resume_key(state.get("config")) != _resume_key(to_dict(cfg)) or state.get("seed") != seed:
         raise ConfigError(f"{path}: the checkpoint is of another configuration or seed; "
                           "delete it or run with the settings it was made with")
     with torch.no_grad():

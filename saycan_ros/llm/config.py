@@ -28,12 +28,13 @@ KERNELS = ("auto", "onednn", "aten")
 #: More retrieved examples than this would not fit a small model's context with the scene lines.
 MAX_RETRIEVED = 16
 #: The shipped planner adapter of each base model (a folder of models/; saycan train planner).
-ADAPTER_DIRS = {"smollm2-135m": "planner_smollm2"}
+ADAPTER_DIRS = {"smollm2-135m": "planner_smollm2", "qwen2.5-coder-0.5b": "planner_qwen05"}
 
 
 def resolve_adapter(model: str, adapter: str = "none"):
     """The planner adapter folder for ``model``: ``auto`` = the shipped one
-    (models/planner_smollm2 for smollm2-135m) when it is there, ``none`` = no adapter (the
+    (models/planner_smollm2 for smollm2-135m, models/planner_qwen05 for qwen2.5-coder-0.5b)
+    when it is there, ``none`` = no adapter (the
     frozen model), else ``adapter`` itself, which must be an adapter folder."""
     from pathlib import Path
 
@@ -79,8 +80,8 @@ def _setting(default, help: str, backend: str = "", option: str = "", flag: bool
 @dataclass(frozen=True)
 class LLMConfig:
     backend: str = _setting("transformers", "language back end: transformers | openai")
-    model: str = _setting(DEFAULT_MODEL, "gemma3-270m | smollm2-135m | HF folder | .gguf file | "
-                                         "server model (openai)", backend="*")
+    model: str = _setting(DEFAULT_MODEL, "gemma3-270m | smollm2-135m | qwen2.5-coder-0.5b | HF folder | "
+                                         ".gguf file | server model (openai)", backend="*")
     threads: int = _setting(0, "torch threads for the model (0 = torch's default)",
                             backend="transformers")
     dtype: str = _setting("float32", "weights: float32 | bfloat16", backend="transformers",

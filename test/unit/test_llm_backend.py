@@ -128,6 +128,34 @@ def test_model_cache_location(monkeypatch, tmp_path):
         models.load_causal_lm(str(tmp_path / "missing.gguf"))
 
 
+def test_qwen_chunks_are_joined_in_order_and_checked(monkeypatch, tmp_path):
+    """The six chunk packages join in numeric order; a wrong file is refused, a missing
+    package names the requirements file."""
+    import hashlib
+    import importlib
+
+    from saycan_ros.llm import models
+
+    site = tmp_path / "site"
+    for i, module in enumerate(models.QWEN05_CHUNKS, start=1):
+        (site / module / "data").mkdir(parents=True)
+        (site / module / "__init__.py").write_text("")
+        (site / module / "data" / f"part{i:02d}.bin").write_bytes(bytes([i]) * 3)
+    monkeypatch.syspath_prepend(str(site))
+    importlib.invalidate_caches()
+    joined = b"".join(bytes([i]) * 3 for i in range(1, 7))
+    monkeypatch.setattr(models, "QWEN05_SHA256", hashlib.sha256(joined).hexdigest())
+    out = tmp_path / "work"
+    out.mkdir()
+    assert models.SHORTHANDS["qwen2.5-coder-0.5b"].locate(out).read_bytes() == joined
+    monkeypatch.setattr(models, "QWEN05_SHA256", "0" * 64)
+    with pytest.raises(ValueError, match="requirements/qwen.txt"):
+        models._qwen05_gguf(out)
+    monkeypatch.setattr(models, "QWEN05_CHUNKS", ("no_such_chunk_package_x",))
+    with pytest.raises(FileNotFoundError, match="requirements/qwen.txt"):
+        models._qwen05_gguf(out)
+
+
 # ----------------------------------------------------------------------------- packed masks
 def test_packed_masks_full_and_sliding():
     torch = pytest.importorskip("torch")

@@ -77,9 +77,12 @@ def test_the_bench_instructions_are_distinct_valid_seeded_and_mixed():
     assert sum(t.isascii() and len(t) < 200 for t in texts) >= 40   # most are phrased
 
 
-def test_the_bench_refuses_what_it_cannot_measure_and_formats_its_result():
+def test_the_bench_refuses_what_it_cannot_measure_and_formats_its_result(capsys):
+    from saycan_ros.cli.main import main
     with pytest.raises(ValueError, match="more than the 20"):
         run_memory_bench(20)
+    assert main(["bench", "memory", "--instructions", "20"]) == 2     # one line, no traceback
+    assert capsys.readouterr().err.startswith("saycan bench memory: ")
     with pytest.raises(ValueError, match="unknown policies"):
         run_memory_bench(100, policies=("none", "jemalloc"))
     line = format_memory_result({

@@ -393,6 +393,24 @@ def test_a_resumed_run_gives_the_adapter_of_an_uninterrupted_one(tmp_path):
     assert record["config"]["data"]["many_kitchens"] == 0.5
 
 
+def test_a_run_resumes_on_another_device_or_kernel_but_not_on_other_data():
+    """Where and how fast the arithmetic runs may change between sittings (a CPU run finished
+    on a GPU, sdpa where eager attention runs out of memory); what it computes may not."""
+    from saycan_ros.learning._config_util import to_dict
+    from saycan_ros.learning.configuration_planner import PlannerAdapterConfig
+    from saycan_ros.learning.train_planner import _resume_key
+    saved = to_dict(PlannerAdapterConfig.load())
+    moved = json.loads(json.dumps(saved))
+    moved["train"] |= {"attention": "sdpa", "device": "cuda", "threads": 16}
+    assert _resume_key(moved) == _resume_key(saved)
+    other = json.loads(json.dumps(saved))
+    other["data"]["dialogues"] += 1
+    assert _resume_key(other) != _resume_key(saved)
+    other = json.loads(json.dumps(saved))
+    other["train"]["lr"] *= 2
+    assert _resume_key(other) != _resume_key(saved)
+
+
 @pytest.mark.timeout(600)
 def test_train_planner_reproduces_from_a_seed(tmp_path):
     from safetensors.torch import load_file
@@ -430,6 +448,33 @@ def test_the_training_loss_is_the_same_with_eager_and_sdpa_attention(kitchen, sk
         with torch.no_grad():
             losses[attention] = float(option_loss(model, ids, mask, flags)[0])
     assert abs(losses["sdpa"] - losses["eager"]) < 1e-4 and losses["sdpa"] > 0
+
+
+@pytest.mark.timeout(300)
+def test_bench_training_times_every_arm_on_the_same_batches(tmp_path, capsys):
+    """`saycan bench training` on a tiny configuration: each arm is timed, the two dropout-0.05
+    arms start from the same loss (same batches, same LoRA, another attention kernel), and bad
+    sizes are one line."""
+    from saycan_ros.cli.main import main
+    from saycan_ros.evaluation.bench_training import (ARMS, format_training_result,
+                                                      run_training_bench)
+    from saycan_ros.learning.configuration_planner import PlannerAdapterConfig
+    config = tmp_path / "learning.yaml"
+    config.write_text(yaml.safe_dump({"planner": PlannerAdapterConfig.load().to_dict()
+                                      | {"init_adapter": ""}}))
+    data = yaml.safe_load(config.read_text())
+    data["planner"]["train"] |= {"batch_size": 2, "device": "cpu", "threads": 1}
+    data["planner"]["data"]["languages"] = False
+    config.write_text(yaml.safe_dump(data))
+    result = run_training_bench(config, batches=1, dialogues=4, progress=False)
+    arms = result["arms"]
+    assert [(a["attention"], a["dropout"]) for a in arms] == list(ARMS)
+    assert all(a["s_per_batch"] > 0 and a["tokens_per_s"] > 0 for a in arms)
+    assert abs(arms[0]["first_loss"] - arms[1]["first_loss"]) < 0.05
+    assert arms[0]["speedup"] == 1.0 and result["model"] == "smollm2-135m"
+    assert format_training_result(result).splitlines()[-1].startswith("training: smollm2-135m ")
+    assert main(["bench", "training", "--config", str(config), "--batches", "0"]) == 2
+    assert "--batches and --dialogues must be >= 1" in capsys.readouterr().err
 
 
 needs_adapter = pytest.mark.skipif(not (MODELS / "planner_smollm2" / "adapter_config.json").is_file(),

@@ -1,6 +1,7 @@
 """The ROS-free simulator core: floor plan, base, arm, grasping, camera, laser, navigation."""
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -283,7 +284,12 @@ def test_top_down_renderer_shape(world):
     assert image.ndim == 3 and image.shape[1] > image.shape[0] > 600
 
 
-def test_bench_reports_steps_per_second():
+def test_bench_reports_steps_per_second(tmp_path, capsys):
+    from saycan_ros.cli.main import main
+    assert main(["bench", "sim", "--steps", "20", "--no-camera", "--json",
+                 str(tmp_path / "sim.json")]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("sim: ")
+    assert json.loads((tmp_path / "sim.json").read_text())["steps"] == 20
     result = run_sim_bench(steps=100)
     assert result["steps"] == 100 and result["steps_per_s"] > 0 and result["camera"]
     assert re.fullmatch(r"sim: \d+ steps/s", format_sim_result(result).splitlines()[-1])
