@@ -157,6 +157,28 @@ def without_no_ops(p: np.ndarray, skills: Sequence, state) -> np.ndarray:
     return p / rest
 
 
+def distinct_outcomes(offered: Sequence[int], skills: Sequence, state) -> list[int]:
+    """``offered`` (likeliest first) without the options that would end where a likelier one
+    ends: "go to the close counter" and "find a sponge" with the sponge there are one outcome,
+    no reading to ask about. Finds of different things stay apart (which thing is the
+    question)."""
+    from saycan_ros.core.world import target_location
+    kept: list[int] = []
+    ends: dict[str, set] = {}            # where a kept navigation ends -> the things it names
+    for i in offered:
+        skill = skills[i]
+        end = target_location(state, skill) if skill.kind in ("navigate",
+                                                              "navigate_to_object") else None
+        if end is not None:
+            names = {skill.object} if skill.kind == "navigate_to_object" else set()
+            if end in ends and len(ends[end] | names) <= 1:
+                ends[end] |= names
+                continue
+            ends.setdefault(end, set()).update(names)
+        kept.append(i)
+    return kept
+
+
 # -- the calibration artefact -------------------------------------------------------------------
 @dataclass
 class Calibration:

@@ -23,7 +23,7 @@ import numpy as np
 
 from saycan_ros.core.skills import SkillSet
 from saycan_ros.planning.asking import (Answer, Asker, AskPolicy, NoAnswer, Question,
-                                        step_probabilities, without_no_ops)
+                                        distinct_outcomes, step_probabilities, without_no_ops)
 from saycan_ros.planning.scene import changes_scene
 from saycan_ros.planning.wording import Wording
 
@@ -428,6 +428,9 @@ class Planner:
         offered, policy = self.ask_policy.options(p), self.ask_policy.name
         if self.wording is not None:
             offered, policy = self._read_the_words(result, record, p, state, offered, policy)
+        if state is not None:
+            offered = distinct_outcomes(offered, [self.skills.get(text) for text in
+                                                  record.skills], state)
         if len(offered) == 1:             # the set's one skill (not one that changes nothing)
             record.selected = record.skills[offered[0]]
         if len(offered) < 2:

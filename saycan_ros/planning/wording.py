@@ -9,9 +9,9 @@ things that matter are in the words, not in the scores:
   them, the robot asks which (:meth:`Wording.readings`), whatever the scores.
 - **A choice left to the robot**: when every option of a set is a ``find`` of a different
   thing and the person asked for *any* ("a soda", "some chips", "something to drink", "every
-  bag of chips"), or named each of them ("the apple and the sponge": the order is the
-  robot's), any option is right and the robot acts on the likeliest
-  (:meth:`Wording.left_to_robot`).
+  bag of chips", "two drinks"), named each of them ("the apple and the sponge": the order is
+  the robot's), or named nothing at all ("my stomach is growling"), any option is right and
+  the robot acts on the likeliest (:meth:`Wording.left_to_robot`).
 
 A description fits a thing when each of its words is a word of the thing's name or its
 category (singular or plural as written): "the chips" fits "rice chips", "the fruit" fits
@@ -31,8 +31,16 @@ from typing import Any, Mapping, Sequence
 #: Words after which "the ..." means all of them, not one.
 ALL_OF = frozenset({"all", "both", "each", "every", "of"})
 #: Words by which a person leaves the choice of thing to the robot.
+#: A number of them ("two drinks"), not "the two drinks" (which two?); the indefinite
+#: articles of the planner's other languages ("una fruta", "eine Orange").
 ANY_CUES = re.compile(r"\b(a|an|some|any|anything|something|every|each|all|either|whichever|"
-                      r"whatever)\b")
+                      r"whatever|un|una|uno|uma|um|une|ein|eine|einen|qualcosa|algo|"
+                      r"quelque)\b|(?<!the )\b(two|three|four|five|six|few|several|couple|"
+                      r"[2-9])\b")
+#: Words that point at one thing the words may not name ("bring me that", "the cola", "la
+#: esponja"): an instruction with one of them is not a need that leaves the thing to the robot.
+POINTING = re.compile(r"\b(the|it|this|that|these|those|them|there|here|one|el|la|los|las|il|"
+                      r"lo|gli|le|les|der|die|das|den|dem|o|os|as)\b")
 #: Prepositions that place a description: "the drink from the table".
 PLACED = frozenset({"from", "on", "at", "off", "in"})
 #: Prepositions after which a place is where a thing is, not where it goes: no need to ask.
@@ -219,7 +227,8 @@ class Wording:
         """Whether any of ``options`` (skills) is what the person asked for: each is a ``find``
         of a different thing, no description leaves two of them open, each is where "from the
         L" says (when the state is known), and the instruction asks for any ("a", "some",
-        "every" ...) or names each of them alone."""
+        "every", a number ...), names each of them alone, or names no thing and points
+        at none ("my stomach is growling", not "bring me that" or "bring me the cola")."""
         things = [self._names(s) for s in options]
         if len(options) < 2 or any(s.kind != "navigate_to_object" for s in options) \
                 or len(set(things)) < len(things):
@@ -236,10 +245,15 @@ class Wording:
                     return False
         if ANY_CUES.search(instruction.lower()):
             return True
-        alone = set()
+        alone, named = set(), False
         for n in (3, 2, 1):
             for i in range(len(words) - n + 1):
-                fits, _ = self._fits(words[i:i + n])
+                run = words[i:i + n]
+                if not all(w in self.vocabulary or singular(w) in self.vocabulary for w in run):
+                    continue
+                fits, _ = self._fits(run)
+                named = named or bool(fits)
                 if len(fits) == 1:
                     alone.add(fits[0])
-        return set(things) <= alone
+        # a need that names nothing ("my stomach is growling") leaves the thing to the robot
+        return set(things) <= alone or not (named or POINTING.search(instruction.lower()))

@@ -226,6 +226,29 @@ def test_skills_that_change_nothing_leave_the_distribution(vocabulary):
     assert only == pytest.approx([0.0, 0.9, 0.0, 0.1])       # nothing else has mass: as is
 
 
+def test_options_that_end_alike_are_one_option(vocabulary):
+    """Going to the far counter or finding the coke can there ends in one place: not a reading
+    to ask about; finds of two things there stay two (which thing is the question)."""
+    from saycan_ros.planning.asking import distinct_outcomes
+
+    world = SymbolicWorld(vocabulary.kitchen)
+    assert world.objects["coke can"] == world.objects["pepsi can"] == "far counter"
+    skills = [vocabulary.skills.get(t) for t in (
+        "find a coke can", "go to the far counter", "find a pepsi can", "go to the trash can",
+        "pick up the orange")]
+    assert distinct_outcomes([1, 0, 3, 4], skills, world) == [1, 3, 4]
+    assert distinct_outcomes([0, 1], skills, world) == [0]
+    assert distinct_outcomes([0, 2, 1], skills, world) == [0, 2, 1]
+    # in the planner: the set {find a coke can, go to the far counter} runs the likelier
+    language = TwoReadings({"find a coke can", "go to the far counter"}, ["done"])
+    asked = []
+    result = _planner(vocabulary, language, world, ask_policy=ConformalAsk(0.7),
+                      ask=lambda q: asked.append(q) or Answer(0), world_state=world.snapshot,
+                      max_steps=1).run("get the coke")
+    assert asked == [] and world.robot_at == "far counter"
+    assert result.steps[0].selected in ("find a coke can", "go to the far counter")
+
+
 def test_the_planner_acts_on_the_set_s_one_skill(vocabulary):
     """The model likes to find the orange it stands at: that changes nothing, so the set is the
     pick alone and the robot picks without asking."""

@@ -104,6 +104,15 @@ def test_a_choice_left_to_the_robot(wording, vocabulary):
     assert wording.left_to_robot("Bring me a cola, either one.", finds, state)
     assert wording.left_to_robot("Bring me a soda.", finds, state)
     assert not wording.left_to_robot("Bring me the cola.", finds, state)    # which one?
+    assert wording.left_to_robot("Bring me two sodas.", finds, state)       # a number of them
+    assert wording.left_to_robot("Put 3 drinks on the table.", finds, state)
+    assert wording.left_to_robot("Tráeme una bebida.", finds, state)        # "una"
+    assert wording.left_to_robot("My stomach is growling.", finds, state)   # names nothing
+    assert not wording.left_to_robot("Bring me that.", finds, state)        # points at one
+    assert not wording.left_to_robot("Tráeme la cola.", finds, state)       # "la": one
+    assert not wording.left_to_robot("I spilled my coke.", finds, state)    # names the coke
+    assert not wording.left_to_robot("Bring me the two sodas.", _skills(
+        vocabulary, ["find a coke can", "find a pepsi can", "find a 7up can"]), state)
     assert not wording.left_to_robot("Throw away the can.", finds, state)   # "the can": open
     both = _skills(vocabulary, ["find the multigrain chips", "find an apple"])
     assert wording.left_to_robot("Bring me the multigrain chips and the apple.", both, state)
