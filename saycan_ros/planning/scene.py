@@ -44,6 +44,20 @@ def scene_line(kitchen: Kitchen, robot_at: str | None, holding: str | None,
     return " ".join(parts)
 
 
+def details_mismatch(kitchen: Kitchen, scene: str, details: bool) -> str:
+    """Why ``scene`` (a line from elsewhere: the planner node's) is not the line a prompt with
+    ``scene_details: details`` was trained on, or "" when it is or cannot be told. Details
+    end the line with where trash goes, in a kitchen that has a disposal place."""
+    if not scene.startswith(SCENE_TAG) or not kitchen.disposal:
+        return ""
+    shown = f"Trash goes in the {kitchen.disposal}." in scene
+    if shown == details:
+        return ""
+    return ("the scene line " + ("says" if shown else "does not say") + " what each object is "
+            "but the language model's prompt was trained " + ("without" if shown else "with") +
+            f" it: set the planner node's scene_details to {str(details).lower()}")
+
+
 def scene_of(kitchen: Kitchen, state, details: bool = False) -> str:
     """:func:`scene_line` of anything with ``robot_at``, ``holding`` and ``objects`` (a world,
     a snapshot); the held object's GRIPPER entry is shown as "holding"."""

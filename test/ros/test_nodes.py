@@ -289,7 +289,19 @@ class WrongLengthAffordance(Node):
         return response
 
 
-@pytest.mark.parametrize("case", ["llm_absent", "llm_nan", "affordance_wrong_length"])
+class DetailedScenes:
+    """A scorer whose prompt was trained on the detailed scene line (scene_details: true)."""
+
+    def __init__(self, inner):
+        import dataclasses
+        self.inner, self.prompt = inner, dataclasses.replace(inner.prompt, scene_details=True)
+
+    def score(self, *args, **kwargs):
+        return self.inner.score(*args, **kwargs)
+
+
+@pytest.mark.parametrize("case", ["llm_absent", "llm_nan", "affordance_wrong_length",
+                                  "scene_details"])
 def test_planner_reports_broken_sources_and_executes_nothing(ros, vocabulary, test_scorer,
                                                              case):
     prefix = f"/iso_{case}"
@@ -304,6 +316,8 @@ def test_planner_reports_broken_sources_and_executes_nothing(ros, vocabulary, te
     if case != "llm_absent":  # llm_absent: nobody serves the language scorer
         backend = NaNBackend() if case == "llm_nan" else None
         scorer = LanguageScorer(backend, vocabulary.prompt) if backend else test_scorer
+        if case == "scene_details":   # the planner node sends the plain line (its default)
+            scorer = DetailedScenes(test_scorer)
         nodes.append(LlmScorerNode(scorer=scorer, cli_args=args))
     if case == "affordance_wrong_length":
         nodes.append(WrongLengthAffordance(prefix + "/saycan/affordance/score"))
@@ -324,7 +338,8 @@ def test_planner_reports_broken_sources_and_executes_nothing(ros, vocabulary, te
         result = commander.get_result()
         assert result["state"] == "failed"
         expected = {"llm_absent": "not available", "llm_nan": "non-finite",
-                    "affordance_wrong_length": "scores for 51 skills"}[case]
+                    "affordance_wrong_length": "scores for 51 skills",
+                    "scene_details": "set the planner node's scene_details to true"}[case]
         assert expected in result["message"], result["message"]
         assert result["plan"] == []
         assert commander.world_state() == before  # nothing was executed

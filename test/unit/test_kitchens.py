@@ -179,6 +179,12 @@ def test_the_detailed_scene_line_says_what_objects_are_and_where_trash_goes():
     builtin = load_kitchen()        # no attributes: only where trash goes is added
     assert scene_of(builtin, SymbolicWorld(builtin), details=True) == \
         scene_of(builtin, SymbolicWorld(builtin)) + " Trash goes in the trash can."
+    # the scorer node tells a line made the other way from the one its prompt wants
+    from saycan_ros.planning.scene import details_mismatch
+    assert details_mismatch(kitchen, detailed, True) == details_mismatch(kitchen, plain, False) \
+        == details_mismatch(kitchen, "", True) == ""
+    assert "scene_details to true" in details_mismatch(kitchen, plain, True)
+    assert "scene_details to false" in details_mismatch(kitchen, detailed, False)
 
 
 def test_a_prompt_asks_for_the_detailed_scene_and_training_data_follows_it(lexicon):

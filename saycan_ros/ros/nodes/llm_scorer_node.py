@@ -14,6 +14,7 @@ from saycan_ros.core.memory import trimmed
 from saycan_ros.planning.language import ScoringError
 from saycan_ros.llm.config import LLMConfig
 from saycan_ros.ros.nodes.common import LLM_SERVICE, announce_alive, declare_parameters, spin_node
+from saycan_ros.planning.scene import details_mismatch
 from saycan_ros.planning.vocabulary import load_vocabulary
 from saycan_ros.stack import make_language_scorer
 from saycan_ros.srv import SkillScore
@@ -41,7 +42,7 @@ class LlmScorerNode(Node):
         self.params = declare_parameters(self, DEFAULTS)
         vocabulary = load_vocabulary(self.params["kitchen_file"], self.params["skills_file"],
                                      self.params["prompt_file"])
-        self.skills = vocabulary.skills
+        self.skills, self.kitchen = vocabulary.skills, vocabulary.kitchen
         self.get_logger().info(f"loading {self.params['backend']} model "
                                f"{self.params['model']!r}...")
         self.scorer = scorer or make_language_scorer(LLMConfig.from_params(self.params),
@@ -90,6 +91,12 @@ class LlmScorerNode(Node):
                 ord(c) < 32 and c not in "\t\n" for c in request.scene):
             response.message = (f"scene: at most {MAX_SCENE_CHARS} characters of printable text "
                                 f"(got {len(request.scene)})")
+            return response
+        # an adapter scores well only on the scene line it was trained on
+        mismatch = details_mismatch(self.kitchen, request.scene, bool(getattr(
+            getattr(self.scorer, "prompt", None), "scene_details", False)))
+        if mismatch:
+            response.message = mismatch
             return response
         try:
             with self._model_lock:

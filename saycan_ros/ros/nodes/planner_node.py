@@ -98,7 +98,8 @@ DESCRIPTIONS = {
              "(the same choice, fewer tokens; the others are published with llm NaN and "
              "pruned true); false: every skill is scored",
     "scene_details": "the scene line names what each object is (the kitchen file's attributes) "
-                     "and where trash goes, for an adapter whose prompt has scene_details: true",
+                     "and where trash goes, for an adapter whose prompt has scene_details: true "
+                     "(the language scorer answers a line made the other way with an error)",
     "ask_epsilon": "ask the person when the step's conformal prediction set, which holds a "
                    "right next skill with probability 1 - ask_epsilon, holds skills that do "
                    "different things (0: never ask; e.g. 0.15)",
