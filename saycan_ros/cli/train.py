@@ -155,12 +155,14 @@ def register(subparsers) -> None:
                                          "(models/planner_smollm2/, reproducible from --seed)")
     p.add_argument("--config", default="", help="hyper-parameters (default config/learning.yaml)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="", help="adapter folder (default models/planner_smollm2)")
+    p.add_argument("--out", default="", help="adapter folder (default models/planner_smollm2; "
+                                             "with --kitchen K: models/planner_smollm2_K)")
     p.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
                    help="override one hyper-parameter, e.g. data.dialogues=200")
     p.add_argument("--init-adapter", default=None, metavar="NAME",
                    help="continue this adapter (a folder under models/ or a path; '' = a fresh "
-                        "LoRA) instead of the config's init_adapter")
+                        "LoRA) instead of the config's init_adapter (with --kitchen: instead of "
+                        "the shipped adapter)")
     p.add_argument("--resume", action="store_true",
                    help="continue from <out>/checkpoint.pt (same config and seed), written every "
                         "train.checkpoint_every steps")

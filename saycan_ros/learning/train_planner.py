@@ -162,11 +162,27 @@ def training_dialogues(cfg, seed: int, vocabulary, exclude, kitchen_file: str = 
         return generator.dialogues(n, progress=bar)
 
 
+def shipped_adapter(base_model: str) -> str | None:
+    """The folder under models/ of ``base_model``'s shipped adapter, None when there is none:
+    what specialising to a kitchen continues unless told otherwise."""
+    name = ADAPTER_DIRS.get(base_model)
+    return name if name and (models_dir() / name / "adapter_config.json").is_file() else None
+
+
+def default_out(base_model: str, kitchen_file: str = "") -> Path:
+    """Where a run's adapter goes: the base model's adapter folder under models/, or beside
+    it with the kitchen's name for a run specialised to a kitchen (the shipped adapter is
+    never overwritten by one)."""
+    name = ADAPTER_DIRS.get(base_model, "planner_adapter")
+    return models_dir() / (f"{name}_{Path(kitchen_file).stem}" if kitchen_file else name)
+
+
 def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
                   progress: bool = True, kitchen_file: str = "", resume: bool = False,
                   stop_after: int | None = None, init_adapter: str | None = None) -> dict:
     """Train the adapter; returns the record (also written beside it). ``kitchen_file``: train
-    on that kitchen's dialogues (continue the shipped adapter there with ``init_adapter``).
+    on that kitchen's dialogues, continuing the base model's shipped adapter unless
+    ``init_adapter`` says otherwise, into ``models/<adapter>_<kitchen>`` unless ``out`` does.
     Every ``train.checkpoint_every`` steps the LoRA weights, the optimiser and the random
     states go to ``<out>/checkpoint.pt``; ``resume`` continues from it to the same adapter an
     uninterrupted run gives. ``stop_after``: stop after that many steps (a test's interruption),
@@ -182,13 +198,15 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
     from saycan_ros.planning.vocabulary import load_vocabulary
 
     cfg = with_overrides(PlannerAdapterConfig.load(config_path), overrides)
+    if init_adapter is None and kitchen_file:
+        init_adapter = shipped_adapter(cfg.base_model)
     if init_adapter is not None:
         import dataclasses
         cfg = dataclasses.replace(cfg, init_adapter=init_adapter)
     device = resolve_device(cfg.train.device)
     precision = resolve_precision(cfg.train.precision, device)
     torch.set_num_threads(cfg.train.threads)
-    out = Path(out) if out else models_dir() / ADAPTER_DIRS.get(cfg.base_model, "planner_adapter")
+    out = Path(out) if out else default_out(cfg.base_model, kitchen_file)
     started = time.perf_counter()
 
     vocabulary = load_vocabulary(kitchen_file)

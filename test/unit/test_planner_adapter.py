@@ -665,3 +665,24 @@ def test_eval_plans_in_a_kitchen_given_only_as_a_file(tmp_path, capsys):
     assert [t["plan_success"] for t in report["tasks_detail"]] == [True] * 3, report
     assert main(["eval", "--kitchen", str(tmp_path / "missing.yaml")]) == 2
     assert "--kitchen" in capsys.readouterr().err
+
+
+def test_specialising_continues_the_shipped_adapter_beside_it():
+    """``saycan train planner --kitchen K`` continues the shipped adapter into
+    models/planner_smollm2_K: the shipped one is never overwritten by a user's run."""
+    from saycan_ros.learning import models_dir
+    from saycan_ros.learning.train_planner import default_out, shipped_adapter
+    assert shipped_adapter("smollm2-135m") == "planner_smollm2"
+    assert shipped_adapter("no-such-model") is None
+    assert default_out("smollm2-135m") == models_dir() / "planner_smollm2"
+    assert default_out("smollm2-135m", "/home/me/my_kitchen.yaml") == \
+        models_dir() / "planner_smollm2_my_kitchen"
+
+
+@pytest.mark.timeout(600)
+def test_a_run_in_a_user_kitchen_starts_from_the_shipped_adapter(tmp_path):
+    from saycan_ros.core.config import config_dir
+    workshop = str(config_dir() / "dev_kitchens" / "workshop.yaml")
+    out = _tiny_train(tmp_path, 0, "mine", kitchen_file=workshop)
+    record = json.loads((out / "planner.json").read_text())
+    assert record["init_adapter"]["folder"] == "planner_smollm2"    # not the config's fresh LoRA
