@@ -215,6 +215,7 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
     exclude = heldout_instructions(config_dir(), load_vocabulary().kitchen)
     dialogues = training_dialogues(cfg, seed, vocabulary, exclude, kitchen_file, progress,
                                    scene_details=prompt.scene_details)
+    digest = dialogues_digest(dialogues)
 
     torch.manual_seed(seed)
     model, tokenizer, _ = load_causal_lm(cfg.base_model, "float32")
@@ -247,7 +248,7 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
     losses, tokens, first = [], 0, 0
     checkpoint = out / CHECKPOINT
     if resume and checkpoint.is_file():
-        first, losses, tokens = _load_checkpoint(checkpoint, params, optimiser, cfg, seed)
+        first, losses, tokens = _load_checkpoint(checkpoint, params, optimiser, cfg, seed, digest)
     bar = tqdm(range(first, total), desc="train planner", unit="batch", disable=not progress)
     for step in bar:
         index = schedule[step]
@@ -266,7 +267,8 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
         tokens += int(mask.sum())
         bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3f}")
         if (step + 1) % cfg.train.checkpoint_every == 0 and step + 1 < total:
-            _save_checkpoint(checkpoint, step + 1, params, optimiser, losses, tokens, cfg, seed)
+            _save_checkpoint(checkpoint, step + 1, params, optimiser, losses, tokens, cfg, seed,
+                             digest)
     train_seconds = time.perf_counter() - started
 
     # held out: dialogues of another generator seed, top-1 of each option token (teacher forced)
@@ -294,7 +296,7 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
         "init_adapter": _adapter_identity(init),
         "precision": precision, "device": device, "attention": attention,
         "host": training_host(cfg.train.threads, device),
-        "dialogues": len(dialogues),
+        "dialogues": len(dialogues), "dialogues_sha256": digest,
         "families": dict(Counter(d.family for d in dialogues)),
         "languages": dict(Counter(d.language for d in dialogues)),
         "metrics": {"steps": total, "train_tokens": tokens,
@@ -310,12 +312,25 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
     return record
 
 
-def _save_checkpoint(path: Path, step: int, params, optimiser, losses, tokens, cfg, seed) -> None:
+def dialogues_digest(dialogues) -> str:
+    """sha256 of the run's dialogues (text, steps, scenes): a resumed run must train on the
+    same ones, whatever changed since (a kitchen file, the lexicon, the generator's code)."""
+    import hashlib
+    h = hashlib.sha256()
+    for d in dialogues:
+        h.update(json.dumps([d.instruction, d.family, d.language, list(d.steps),
+                             list(d.scenes)]).encode("utf-8"))
+    return h.hexdigest()
+
+
+def _save_checkpoint(path: Path, step: int, params, optimiser, losses, tokens, cfg, seed,
+                     digest: str = "") -> None:
     """Everything the rest of the run depends on, written atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {"step": step, "params": [p.detach().clone() for p in params],
              "optimiser": optimiser.state_dict(), "losses": list(losses), "tokens": tokens,
-             "torch_rng": torch.get_rng_state(), "config": to_dict(cfg), "seed": seed}
+             "torch_rng": torch.get_rng_state(), "config": to_dict(cfg), "seed": seed,
+             "dialogues_sha256": digest}
     if torch.cuda.is_available():
         state["cuda_rng"] = torch.cuda.get_rng_state_all()
     tmp = path.with_suffix(".tmp")
@@ -339,12 +354,17 @@ def _resume_key(config: dict | None) -> dict | None:
     return key
 
 
-def _load_checkpoint(path: Path, params, optimiser, cfg, seed) -> tuple[int, list, int]:
+def _load_checkpoint(path: Path, params, optimiser, cfg, seed,
+                     digest: str = "") -> tuple[int, list, int]:
     from saycan_ros.core.config import ConfigError
     state = torch.load(path, map_location="cpu", weights_only=True)
     if _resume_key(state.get("config")) != _resume_key(to_dict(cfg)) or state.get("seed") != seed:
         raise ConfigError(f"{path}: the checkpoint is of another configuration or seed; "
                           "delete it or run with the settings it was made with")
+    if state.get("dialogues_sha256") and digest and state["dialogues_sha256"] != digest:
+        raise ConfigError(f"{path}: the checkpoint was trained on other dialogues (a kitchen "
+                          "file, the lexicon or the generator changed since it was made); "
+                          "delete it, or resume where the run started")
     with torch.no_grad():
         for p, saved in zip(params, state["params"]):
             p.copy_(saved.to(p.device))

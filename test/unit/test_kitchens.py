@@ -60,7 +60,8 @@ def test_attributes_and_disposal_are_read_from_the_kitchen_file():
     kitchen = load_kitchen(WORKSHOP)
     assert kitchen.disposal == "scrap bin" and "scrap bin" not in kitchen.surfaces
     assert kitchen.object("flashlight").about == "tool, gives light"
-    assert load_kitchen().disposal == "trash can" and load_kitchen().object("apple").about == ""
+    assert load_kitchen().disposal == "trash can"
+    assert load_kitchen().object("apple").about == "fruit, snack, healthy, sweet"
 
 
 def test_a_foreign_kitchen_keeps_only_the_prompt_examples_it_can_run(tmp_path):
@@ -176,9 +177,10 @@ def test_the_detailed_scene_line_says_what_objects_are_and_where_trash_goes():
     assert "flashlight (tool, gives light)" in detailed and "(" not in plain
     assert detailed.endswith("Trash goes in the scrap bin.")
     assert detailed.replace(" (tool, gives light)", "").startswith(plain.split(" workbench:")[0])
-    builtin = load_kitchen()        # no attributes: only where trash goes is added
-    assert scene_of(builtin, SymbolicWorld(builtin), details=True) == \
-        scene_of(builtin, SymbolicWorld(builtin)) + " Trash goes in the trash can."
+    builtin = load_kitchen()
+    detailed_builtin = scene_of(builtin, SymbolicWorld(builtin), details=True)
+    assert "sponge (cleaning)" in detailed_builtin and "apple (fruit, snack" in detailed_builtin
+    assert detailed_builtin.endswith("Trash goes in the trash can.")
     # the scorer node tells a line made the other way from the one its prompt wants
     from saycan_ros.planning.scene import details_mismatch
     assert details_mismatch(kitchen, detailed, True) == details_mismatch(kitchen, plain, False) \

@@ -411,6 +411,28 @@ def test_a_run_resumes_on_another_device_or_kernel_but_not_on_other_data():
     assert _resume_key(other) != _resume_key(saved)
 
 
+def test_a_run_resumes_only_on_the_dialogues_it_started_with(tmp_path):
+    """The same configuration draws other dialogues once a kitchen file, the lexicon or the
+    generator changed: the checkpoint's digest of its dialogues refuses that resume."""
+    import torch
+    from saycan_ros.core.config import ConfigError
+    from saycan_ros.learning.configuration_planner import PlannerAdapterConfig
+    from saycan_ros.learning.planner_data import Dialogue
+    from saycan_ros.learning.train_planner import (_load_checkpoint, _save_checkpoint,
+                                                   dialogues_digest)
+    from saycan_ros.core.tasks import TaskInit
+    one = Dialogue("Bring me the apple.", "nl_single", "en", TaskInit(), None, ("done",), ("s",))
+    other = Dialogue("Bring me the apple.", "nl_single", "en", TaskInit(), None, ("done",), ("t",))
+    assert dialogues_digest([one]) == dialogues_digest([one]) != dialogues_digest([other])
+    cfg, param = PlannerAdapterConfig.load(), torch.nn.Parameter(torch.zeros(2))
+    optimiser = torch.optim.AdamW([param])
+    path = tmp_path / "checkpoint.pt"
+    _save_checkpoint(path, 3, [param], optimiser, [1.0], 10, cfg, 0, dialogues_digest([one]))
+    assert _load_checkpoint(path, [param], optimiser, cfg, 0, dialogues_digest([one]))[0] == 3
+    with pytest.raises(ConfigError, match="other dialogues"):
+        _load_checkpoint(path, [param], optimiser, cfg, 0, dialogues_digest([other]))
+
+
 @pytest.mark.timeout(600)
 def test_train_planner_reproduces_from_a_seed(tmp_path):
     from safetensors.torch import load_file
