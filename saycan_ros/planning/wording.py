@@ -4,7 +4,8 @@ The conformal set (:mod:`saycan_ros.planning.asking`) sees a step's probabilitie
 things that matter are in the words, not in the scores:
 
 - **A definite description that fits several things** ("the chips" with three bags, "the
-  counter" with two, "the can" with four): the person means one of them, and the model is
+  counter" with two, "the can" with four, "my soda", "that can"; "this can" and "your drink"
+  are the one in the hand where it fits): the person means one of them, and the model is
   often sure of one reading anyway (p 0.84 for one counter). Until a step has named one of
   them, the robot asks which (:meth:`Wording.readings`), whatever the scores.
 - **A choice left to the robot**: when every option of a set is a ``find`` of a different
@@ -13,9 +14,10 @@ things that matter are in the words, not in the scores:
   the robot's), or named nothing at all ("my stomach is growling"), any option is right and
   the robot acts on the likeliest (:meth:`Wording.left_to_robot`).
 
-A description fits a thing when each of its words is a word of the thing's name or its
-category (singular or plural as written): "the chips" fits "rice chips", "the fruit" fits
-"apple" (category fruit), "the rice chips" only "rice chips". A plural that no name spells so
+A description fits a thing when each of its words is a word of the thing's name, its
+category or its attributes in the kitchen file (singular or plural as written): "the chips"
+fits "rice chips", "the fruit" fits "apple" (category fruit), "the soda" the 7up can
+(attribute soda), "the rice chips" only "rice chips". A plural that no name spells so
 ("the cans", "the drinks") means all of them, as does a description after "all", "both",
 "each" or "every" (and "all of the ..."): nothing to ask. When the world's state is known,
 "the X from / on / at the L" keeps the things at L and "the X you are holding" the thing in the
@@ -30,6 +32,10 @@ from typing import Any, Mapping, Sequence
 
 #: Words after which "the ..." means all of them, not one.
 ALL_OF = frozenset({"all", "both", "each", "every", "of"})
+#: Words that make a description definite: the person means one thing ("the soda", "my soda",
+#: "that can"); "this" and "your" point at the thing in the robot's hand where it fits.
+DEFINITE = frozenset({"the", "my", "that", "this", "your", "our"})
+IN_HAND = frozenset({"this", "your"})
 #: Words by which a person leaves the choice of thing to the robot.
 #: A number of them ("two drinks"), not "the two drinks" (which two?); the indefinite
 #: articles of the planner's other languages ("una fruta", "eine Orange").
@@ -90,8 +96,10 @@ class Wording:
 
     @classmethod
     def from_kitchen(cls, kitchen) -> "Wording":
-        return cls({name: obj.category for name, obj in kitchen.objects.items()},
-                   kitchen.navigable)
+        # what the kitchen file says an object is counts as its category ("the soda" is the
+        # 7up can too where the file calls it one)
+        return cls({name: " ".join([obj.category, *obj.attributes])
+                    for name, obj in kitchen.objects.items()}, kitchen.navigable)
 
     @staticmethod
     def _words(name: str, category: str) -> frozenset[str]:
@@ -120,7 +128,7 @@ class Wording:
         words = _WORD.findall(instruction.lower())
         out: list[Description] = []
         for i, word in enumerate(words):
-            if word != "the" or (i > 0 and words[i - 1] in ALL_OF):
+            if word not in DEFINITE or (i > 0 and words[i - 1] in ALL_OF):
                 continue
             for n in (3, 2, 1):                   # the longest run of words that fits a thing
                 run = words[i + 1:i + 1 + n]
@@ -132,12 +140,15 @@ class Wording:
                     continue
                 if not plural:
                     source = i > 0 and words[i - 1] in SOURCE
-                    out += [d for d in self._one_of(" ".join(run), fits, words[i + 1 + n:], state)
+                    after = words[i + 1 + n:]
+                    out += [d for d in self._one_of(" ".join(run), fits, after, state,
+                                                    in_hand=word in IN_HAND)
                             if not (source and d.kind == "place")]
                 break
         return out
 
-    def _one_of(self, text: str, fits: list[str], after: list[str], state) -> list[Description]:
+    def _one_of(self, text: str, fits: list[str], after: list[str], state,
+                in_hand: bool = False) -> list[Description]:
         found = []
         for kind in ("object", "place"):
             of_kind = [t for t in fits if self.things[t][0] == kind]
@@ -147,8 +158,9 @@ class Wording:
                 place = self._placed_at(after)
                 if place is not None:
                     of_kind = [t for t in of_kind if objects.get(t) == place]
-                if HELD.match(" ".join(after[:4])):
-                    of_kind = [t for t in of_kind if t == getattr(state, "holding", None)]
+                held = getattr(state, "holding", None)
+                if HELD.match(" ".join(after[:4])) or (in_hand and held in of_kind):
+                    of_kind = [t for t in of_kind if t == held]
             if len(of_kind) > 1:
                 found.append(Description(text, tuple(of_kind), kind))
         return found

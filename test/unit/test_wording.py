@@ -98,6 +98,19 @@ def test_readings_follow_the_top_skill_or_the_way_to_each_thing(wording, vocabul
     assert [texts[i] for i in got] == ["put down the coke can", "go to the far counter"]
 
 
+def test_my_that_this_and_your_are_definite(wording, vocabulary):
+    state = _state(vocabulary)
+    assert [d.fits for d in wording.descriptions("Bring me my chips.", state)] == \
+        [("rice chips", "jalapeno chips", "multigrain chips")]
+    assert len(wording.descriptions("Throw that can away.", state)[0].fits) == 4
+    assert wording.descriptions("Bring me my green tea.", state) == []     # one fits
+    assert wording.descriptions("Bring me a drink that has caffeine.", state) == []
+    holding = _state(vocabulary, robot_at="table", holding="redbull can")
+    assert wording.descriptions("Put this can in the trash.", holding) == []   # the held one
+    assert wording.descriptions("Put your drink on the table.", holding) == []
+    assert len(wording.descriptions("Throw that can away.", holding)[0].fits) == 4
+
+
 def test_a_choice_left_to_the_robot(wording, vocabulary):
     finds = _skills(vocabulary, ["find a coke can", "find a pepsi can"])
     state = _state(vocabulary)
