@@ -428,6 +428,10 @@ class Planner:
         offered, policy = self.ask_policy.options(p), self.ask_policy.name
         if self.wording is not None:
             offered, policy = self._read_the_words(result, record, p, state, offered, policy)
+            # "but not the orange": the orange is no reading to offer
+            kept = self.wording.not_excluded(result.instruction,
+                                             [self.skills.get(record.skills[i]) for i in offered])
+            offered = [offered[k] for k in kept]
         if state is not None:
             offered = distinct_outcomes(offered, [self.skills.get(text) for text in
                                                   record.skills], state)

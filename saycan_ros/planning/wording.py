@@ -57,6 +57,13 @@ HELD = re.compile(r"(you are holding|you're holding|you hold|in your (hand|hands
 #: picks up the orange does not decide which counter it goes to).
 DECIDES = {"object": frozenset({"navigate_to_object", "pick"}),
            "place": frozenset({"navigate", "place"})}
+#: Words after which the things named are what the person does not want ("but not the
+#: orange", "every bag of chips except the multigrain ones"); not a bare "n't" ("I can't find
+#: the apple" wants it).
+EXCLUDING = re.compile(r"\b(not|no|without|except|nor|neither|never|other than|instead of|"
+                       r"isn't|aren't|don't want|do not want)\b")
+#: Words after such a cue in which an excluded thing is looked for.
+EXCLUDED_SPAN = 5
 #: Most options a question offers (plus "something else").
 MAX_READINGS = 5
 _WORD = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
@@ -93,6 +100,7 @@ class Wording:
         for name in places:
             self.things.setdefault(name, ("place", self._words(name, "")))
         self.vocabulary = frozenset(w for _, words in self.things.values() for w in words)
+        self.object_names = {name: self._words(name, "") for name in objects}
 
     @classmethod
     def from_kitchen(cls, kitchen) -> "Wording":
@@ -234,6 +242,27 @@ class Wording:
         where = (dict(getattr(state, "objects", {}) or {})).get(thing)
         return thing == at or (where is not None and where == at) \
             or getattr(state, "holding", None) == thing
+
+    def excluded(self, instruction: str) -> frozenset[str]:
+        """The kitchen's objects named right after a word that excludes them ("not", "except",
+        "other than" ...: :data:`EXCLUDING`). By the words of one object's name only: "without
+        caffeine" must not read as the caffeine-free drinks (their attribute words)."""
+        text = instruction.lower()
+        out: set[str] = set()
+        for cue in EXCLUDING.finditer(text):
+            for word in _WORD.findall(text[cue.end():])[:EXCLUDED_SPAN]:
+                named = [name for name, words in self.object_names.items()
+                         if word in words or singular(word) in words]
+                if len(named) == 1:
+                    out.add(named[0])
+        return frozenset(out)
+
+    def not_excluded(self, instruction: str, options: Sequence) -> list[int]:
+        """Indices of ``options`` (skills) that name nothing the instruction excludes; all of
+        them when that would leave none."""
+        out = self.excluded(instruction)
+        kept = [i for i, s in enumerate(options) if getattr(s, "object", None) not in out]
+        return kept or list(range(len(options)))
 
     def left_to_robot(self, instruction: str, options: Sequence, state: Any = None) -> bool:
         """Whether any of ``options`` (skills) is what the person asked for: each is a ``find``

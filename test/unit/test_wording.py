@@ -111,6 +111,19 @@ def test_my_that_this_and_your_are_definite(wording, vocabulary):
     assert len(wording.descriptions("Throw that can away.", holding)[0].fits) == 4
 
 
+def test_what_the_words_exclude_is_no_option(wording, vocabulary):
+    assert wording.excluded("Put some fruit on the close counter, but not the orange.") == \
+        {"orange"}
+    assert wording.excluded("Throw away every bag of chips except the multigrain ones.") == \
+        {"multigrain chips"}
+    assert wording.excluded("I want something without caffeine.") == set()   # no name
+    assert wording.excluded("I can't find the apple, bring it to me.") == set()
+    assert wording.excluded("Bring me a soda that isn't the coke.") == {"coke can"}
+    skills = _skills(vocabulary, ["find an orange", "done", "find an apple"])
+    assert wording.not_excluded("Some fruit, but not the orange.", skills) == [1, 2]
+    assert wording.not_excluded("Some fruit, but not the orange.", skills[:1]) == [0]
+
+
 def test_a_choice_left_to_the_robot(wording, vocabulary):
     finds = _skills(vocabulary, ["find a coke can", "find a pepsi can"])
     state = _state(vocabulary)
