@@ -294,7 +294,8 @@ class DetailedScenes:
 
     def __init__(self, inner):
         import dataclasses
-        self.inner, self.prompt = inner, dataclasses.replace(inner.prompt, scene_details=True)
+        self.inner = inner
+        self.prompt = dataclasses.replace(inner.prompt, scene=True, scene_details=True)
 
     def score(self, *args, **kwargs):
         return self.inner.score(*args, **kwargs)

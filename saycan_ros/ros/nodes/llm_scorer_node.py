@@ -92,9 +92,10 @@ class LlmScorerNode(Node):
             response.message = (f"scene: at most {MAX_SCENE_CHARS} characters of printable text "
                                 f"(got {len(request.scene)})")
             return response
-        # an adapter scores well only on the scene line it was trained on
+        # an adapter scores well only on the scene line it was trained on (where it shows one)
+        prompt = getattr(self.scorer, "prompt", None)
         mismatch = details_mismatch(self.kitchen, request.scene, bool(getattr(
-            getattr(self.scorer, "prompt", None), "scene_details", False)))
+            prompt, "scene_details", False))) if getattr(prompt, "scene", False) else ""
         if mismatch:
             response.message = mismatch
             return response
