@@ -44,18 +44,36 @@ def scene_line(kitchen: Kitchen, robot_at: str | None, holding: str | None,
     return " ".join(parts)
 
 
-def details_mismatch(kitchen: Kitchen, scene: str, details: bool) -> str:
-    """Why ``scene`` (a line from elsewhere: the planner node's) is not the line a prompt with
-    ``scene_details: details`` was trained on, or "" when it is or cannot be told. Details
-    end the line with where trash goes, in a kitchen that has a disposal place."""
-    if not scene.startswith(SCENE_TAG) or not kitchen.disposal:
-        return ""
-    shown = f"Trash goes in the {kitchen.disposal}." in scene
-    if shown == details:
-        return ""
-    return ("the scene line " + ("says" if shown else "does not say") + " what each object is "
-            "but the language model's prompt was trained " + ("without" if shown else "with") +
-            f" it: set the planner node's scene_details to {str(details).lower()}")
+def _details(kitchen: Kitchen) -> list[tuple[str, str]]:
+    """Each detailed object text and its plain name, longest name first (so that "can" never
+    rewrites inside "coke can (soda)")."""
+    named = [(f"{name} ({obj.about})", name) for name, obj in kitchen.objects.items() if obj.about]
+    return sorted(named, key=lambda pair: -len(pair[1]))
+
+
+def fit_scene(kitchen: Kitchen, scene: str, details: bool) -> str:
+    """``scene`` (a line from elsewhere: the planner node sends the detailed one) as a prompt
+    with ``scene_details: details`` was trained on it: a detailed line loses what each object
+    is and where trash goes for a prompt trained without them. Anything but a scene line is
+    returned as it is. Raises ValueError for a plain line to a prompt that wants the details
+    (they cannot be told from it) where that shows: in a kitchen with a disposal place, whose
+    detailed line always ends with where trash goes."""
+    if not scene.startswith(SCENE_TAG):
+        return scene
+    trash = f" Trash goes in the {kitchen.disposal}." if kitchen.disposal else ""
+    named = _details(kitchen)
+    shown = bool(trash and trash in scene) or any(text in scene for text, _ in named)
+    if shown == details or not (trash or named):
+        return scene
+    if details:
+        if not trash:
+            return scene
+        raise ValueError("the scene line does not say what each object is, but the language "
+                         "model's prompt was trained with it (scene_line(..., details=True))")
+    plain = scene.replace(trash, "") if trash else scene
+    for text, name in named:
+        plain = plain.replace(text, name)
+    return plain
 
 
 def scene_of(kitchen: Kitchen, state, details: bool = False) -> str:

@@ -289,20 +289,51 @@ class WrongLengthAffordance(Node):
         return response
 
 
-class DetailedScenes:
-    """A scorer whose prompt was trained on the detailed scene line (scene_details: true)."""
+class SceneRecorder:
+    """A scorer whose prompt shows a scene line (with or without what objects are), recording
+    the line it is given."""
 
-    def __init__(self, inner):
+    def __init__(self, inner, details):
         import dataclasses
-        self.inner = inner
-        self.prompt = dataclasses.replace(inner.prompt, scene=True, scene_details=True)
+        self.inner, self.scenes = inner, []
+        self.prompt = dataclasses.replace(inner.prompt, scene=True, scene_details=details)
 
-    def score(self, *args, **kwargs):
-        return self.inner.score(*args, **kwargs)
+    def score(self, instruction, history, skills, scene=""):
+        self.scenes.append(scene)
+        return self.inner.score(instruction, history, skills, scene=scene)
 
 
-@pytest.mark.parametrize("case", ["llm_absent", "llm_nan", "affordance_wrong_length",
-                                  "scene_details"])
+def test_the_llm_scorer_shows_the_scene_line_its_prompt_was_trained_on(ros, graph, test_scorer):
+    """The planner node sends the detailed line; a prompt trained without the details gets the
+    plain line of the same state, and a plain line to a prompt that wants them is an error."""
+    from saycan_ros.core.kitchen import load_kitchen
+    from saycan_ros.planning.scene import scene_line
+    kitchen = load_kitchen()
+    state = ("table", "sponge", {"apple": "far counter", "coke can": "table"})
+    plain, detailed = scene_line(kitchen, *state), scene_line(kitchen, *state, details=True)
+    for details, sent, expected in [(False, detailed, plain), (True, plain, "trained with it")]:
+        prefix = f"/scene_{details}"
+        scorer = SceneRecorder(test_scorer, details)
+        node = LlmScorerNode(scorer=scorer, cli_args=remapped(prefix, "/saycan/llm/score"))
+        ros.add_node(node)
+        try:
+            client = graph.create_client(SkillScore, prefix + "/saycan/llm/score")
+            response = call_service(graph, client, SkillScore.Request(
+                instruction="Wipe the table.", skills=["done", "go to the table"], scene=sent),
+                20, "score")
+            if details:
+                assert not response.success and expected in response.message
+                assert sent not in scorer.scenes
+            else:
+                assert response.success, response.message
+                assert scorer.scenes[-1] == plain and detailed not in scorer.scenes
+                assert "(" not in plain and "(" in detailed
+        finally:
+            ros.remove_node(node)
+            node.destroy_node()
+
+
+@pytest.mark.parametrize("case", ["llm_absent", "llm_nan", "affordance_wrong_length"])
 def test_planner_reports_broken_sources_and_executes_nothing(ros, vocabulary, test_scorer,
                                                              case):
     prefix = f"/iso_{case}"
@@ -317,8 +348,6 @@ def test_planner_reports_broken_sources_and_executes_nothing(ros, vocabulary, te
     if case != "llm_absent":  # llm_absent: nobody serves the language scorer
         backend = NaNBackend() if case == "llm_nan" else None
         scorer = LanguageScorer(backend, vocabulary.prompt) if backend else test_scorer
-        if case == "scene_details":   # the planner node sends the plain line (its default)
-            scorer = DetailedScenes(test_scorer)
         nodes.append(LlmScorerNode(scorer=scorer, cli_args=args))
     if case == "affordance_wrong_length":
         nodes.append(WrongLengthAffordance(prefix + "/saycan/affordance/score"))
@@ -339,8 +368,7 @@ def test_planner_reports_broken_sources_and_executes_nothing(ros, vocabulary, te
         result = commander.get_result()
         assert result["state"] == "failed"
         expected = {"llm_absent": "not available", "llm_nan": "non-finite",
-                    "affordance_wrong_length": "scores for 51 skills",
-                    "scene_details": "set the planner node's scene_details to true"}[case]
+                    "affordance_wrong_length": "scores for 51 skills"}[case]
         assert expected in result["message"], result["message"]
         assert result["plan"] == []
         assert commander.world_state() == before  # nothing was executed

@@ -20,6 +20,7 @@ from saycan_ros.planning.vocabulary import load_vocabulary
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 WORKSHOP = CONFIG / "dev_kitchens" / "workshop.yaml"
+DEV_KITCHENS = [CONFIG / "dev_kitchens" / f"{name}.yaml" for name in ("workshop", "nursery", "cafe")]
 
 
 @pytest.fixture(scope="module")
@@ -181,12 +182,31 @@ def test_the_detailed_scene_line_says_what_objects_are_and_where_trash_goes():
     detailed_builtin = scene_of(builtin, SymbolicWorld(builtin), details=True)
     assert "sponge (cleaning)" in detailed_builtin and "apple (fruit, snack" in detailed_builtin
     assert detailed_builtin.endswith("Trash goes in the trash can.")
-    # the scorer node tells a line made the other way from the one its prompt wants
-    from saycan_ros.planning.scene import details_mismatch
-    assert details_mismatch(kitchen, detailed, True) == details_mismatch(kitchen, plain, False) \
-        == details_mismatch(kitchen, "", True) == ""
-    assert "scene_details to true" in details_mismatch(kitchen, plain, True)
-    assert "scene_details to false" in details_mismatch(kitchen, detailed, False)
+
+
+@pytest.mark.parametrize("path", [None, *DEV_KITCHENS], ids=["builtin", "workshop", "nursery", "cafe"])
+def test_the_scorer_fits_the_detailed_scene_line_to_its_prompt(path):
+    """The planner node sends the detailed line; a prompt trained without details sees exactly
+    the plain line of the same state, in every state; a plain line to a prompt that wants the
+    details is an error where it shows (a kitchen with a disposal place)."""
+    from saycan_ros.planning.scene import fit_scene, scene_line
+    kitchen = load_kitchen(path)
+    rng = random.Random(0)
+    places = list(kitchen.locations)
+    for _ in range(30):
+        objects = {o: rng.choice(places) for o in kitchen.objects if rng.random() < 0.8}
+        holding = rng.choice([None, *kitchen.objects])
+        objects.pop(holding, None)
+        robot_at = rng.choice([None, *places])
+        plain = scene_line(kitchen, robot_at, holding, objects)
+        detailed = scene_line(kitchen, robot_at, holding, objects, details=True)
+        assert fit_scene(kitchen, detailed, False) == plain
+        assert fit_scene(kitchen, detailed, True) == detailed
+        assert fit_scene(kitchen, plain, False) == plain
+        if kitchen.disposal:
+            with pytest.raises(ValueError, match="trained with it"):
+                fit_scene(kitchen, plain, True)
+    assert fit_scene(kitchen, "", True) == fit_scene(kitchen, "", False) == ""
 
 
 def test_a_prompt_asks_for_the_detailed_scene_and_training_data_follows_it(lexicon):

@@ -14,7 +14,7 @@ from saycan_ros.core.memory import trimmed
 from saycan_ros.planning.language import ScoringError
 from saycan_ros.llm.config import LLMConfig
 from saycan_ros.ros.nodes.common import LLM_SERVICE, announce_alive, declare_parameters, spin_node
-from saycan_ros.planning.scene import details_mismatch
+from saycan_ros.planning.scene import fit_scene
 from saycan_ros.planning.vocabulary import load_vocabulary
 from saycan_ros.stack import make_language_scorer
 from saycan_ros.srv import SkillScore
@@ -92,17 +92,21 @@ class LlmScorerNode(Node):
             response.message = (f"scene: at most {MAX_SCENE_CHARS} characters of printable text "
                                 f"(got {len(request.scene)})")
             return response
-        # an adapter scores well only on the scene line it was trained on (where it shows one)
+        # an adapter scores well only on the scene line it was trained on (where it shows one):
+        # the planner sends the detailed line, shown plain to a prompt trained without details
         prompt = getattr(self.scorer, "prompt", None)
-        mismatch = details_mismatch(self.kitchen, request.scene, bool(getattr(
-            prompt, "scene_details", False))) if getattr(prompt, "scene", False) else ""
-        if mismatch:
-            response.message = mismatch
-            return response
+        scene = request.scene
+        if getattr(prompt, "scene", False):
+            try:
+                details = bool(getattr(prompt, "scene_details", False))
+                scene = fit_scene(self.kitchen, scene, details)
+            except ValueError as exc:
+                response.message = str(exc)
+                return response
         try:
             with self._model_lock:
                 probs, raw = self.scorer.score(instruction, list(request.history),
-                                               list(request.skills), scene=request.scene)
+                                               list(request.skills), scene=scene)
         except (ScoringError, ValueError) as exc:
             response.message = f"scoring failed: {exc}"
             self.get_logger().error(response.message)

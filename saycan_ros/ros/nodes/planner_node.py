@@ -72,7 +72,6 @@ DEFAULTS = {
     "refresh_scene": True,         # scene line re-read after each put-down (the default adapter's
                                    # prompt is scene: step; false for a scene: true adapter)
     "prune": True,                 # saycan: the LLM scores only skills whose affordance is > 0
-    "scene_details": False,        # the scene line says what objects are (prompt scene_details)
     "ask_epsilon": 0.0,            # > 0: ask when the conformal set (coverage 1 - eps) is not one
     "ask_calibration_file": "",    # "" = models/ask_calibration_smollm2.json (the default model)
     "answer_timeout_s": 60.0,      # a question unanswered this long ends the plan failed
@@ -97,9 +96,6 @@ DESCRIPTIONS = {
     "prune": "saycan: ask the language scorer only for the skills whose affordance is above 0 "
              "(the same choice, fewer tokens; the others are published with llm NaN and "
              "pruned true); false: every skill is scored",
-    "scene_details": "the scene line names what each object is (the kitchen file's attributes) "
-                     "and where trash goes, for an adapter whose prompt has scene_details: true "
-                     "(the language scorer answers a line made the other way with an error)",
     "ask_epsilon": "ask the person when the step's conformal prediction set, which holds a "
                    "right next skill with probability 1 - ask_epsilon, holds skills that do "
                    "different things (0: never ask; e.g. 0.15)",
@@ -519,7 +515,7 @@ class PlannerNode(Node):
             return ""
         return scene_line(self.kitchen, state.get("robot_at"), state.get("holding"),
                           {o: at for o, at in (state.get("objects") or {}).items()
-                           if at != GRIPPER}, bool(self.params["scene_details"]))
+                           if at != GRIPPER}, details=True)
 
     def _on_decision(self, instruction: str, record: StepRecord) -> None:
         now = self.get_clock().now().to_msg()
