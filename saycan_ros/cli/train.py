@@ -79,12 +79,16 @@ def cmd_train_planner(args) -> int:
     kitchen_file, error = kitchen_option(args, "train planner")
     if error:
         raise SystemExit(error)
-    from saycan_ros.learning.train_planner import train_planner
-    with _config_errors("train planner"):
+    from saycan_ros.learning.train_planner import stop_on_signals, train_planner
+    with _config_errors("train planner"), stop_on_signals() as stop:
         record = train_planner(config_path=args.config or None, seed=args.seed,
                                out=args.out or None, overrides=_overrides(args.set),
                                kitchen_file=kitchen_file, resume=args.resume,
-                               init_adapter=args.init_adapter)
+                               init_adapter=args.init_adapter, stop=stop)
+    if "stopped_at" in record:      # Ctrl-C or SIGTERM: the step it was in is kept
+        print(f"planner adapter: stopped after step {record['stopped_at']} of {record['steps']}; "
+              f"{record['checkpoint']} holds it (the same command with --resume continues)")
+        return 130
     m = record["metrics"]
     print(f"planner adapter: {record['dialogues']} dialogues, {m['steps']} steps in "
           f"{m['seconds']:.0f} s; loss {m['first_loss']} -> {m['final_loss']}, held-out option "

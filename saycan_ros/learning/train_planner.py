@@ -10,8 +10,10 @@ a record (``planner.json``: data version, config, seed, CPU, metrics) beside the
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import random
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -179,15 +181,19 @@ def default_out(base_model: str, kitchen_file: str = "") -> Path:
 
 def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
                   progress: bool = True, kitchen_file: str = "", resume: bool = False,
-                  stop_after: int | None = None, init_adapter: str | None = None) -> dict:
+                  stop_after: int | None = None, init_adapter: str | None = None,
+                  stop: threading.Event | None = None) -> dict:
     """Train the adapter; returns the record (also written beside it). ``kitchen_file``: train
     on that kitchen's dialogues, continuing the base model's shipped adapter unless
     ``init_adapter`` says otherwise, into ``models/<adapter>_<kitchen>`` unless ``out`` does.
     Every ``train.checkpoint_every`` steps the LoRA weights, the optimiser and the random
     states go to ``<out>/checkpoint.pt``; ``resume`` continues from it to the same adapter an
     uninterrupted run gives. ``stop_after``: stop after that many steps (a test's interruption),
-    leaving the checkpoint and no adapter. ``init_adapter``: continue that adapter (a folder
-    under models/ or a path; "" = a fresh LoRA) instead of the config's."""
+    leaving the checkpoint and no adapter. ``stop``: once set (SIGINT or SIGTERM under
+    :func:`stop_on_signals`), the run checkpoints after the step it is in and returns
+    ``{"stopped_at": step, ...}``, so that an interrupted run loses no step. ``init_adapter``:
+    continue that adapter (a folder under models/ or a path; "" = a fresh LoRA) instead of
+    the config's."""
     from peft import LoraConfig, get_peft_model
 
     from saycan_ros.core.config import config_dir
@@ -266,9 +272,13 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
         losses.append(loss.item())
         tokens += int(mask.sum())
         bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3f}")
-        if (step + 1) % cfg.train.checkpoint_every == 0 and step + 1 < total:
+        stopping = stop is not None and stop.is_set() and step + 1 < total
+        if stopping or ((step + 1) % cfg.train.checkpoint_every == 0 and step + 1 < total):
             _save_checkpoint(checkpoint, step + 1, params, optimiser, losses, tokens, cfg, seed,
                              digest)
+        if stopping:
+            bar.close()
+            return {"stopped_at": step + 1, "steps": total, "checkpoint": str(checkpoint)}
     train_seconds = time.perf_counter() - started
 
     # held out: dialogues of another generator seed, top-1 of each option token (teacher forced)
@@ -310,6 +320,24 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
     (out / RECORD).write_text(json.dumps(record, indent=1), encoding="utf-8")
     checkpoint.unlink(missing_ok=True)
     return record
+
+
+@contextlib.contextmanager
+def stop_on_signals():
+    """An event that SIGINT (Ctrl-C) and SIGTERM set while the block runs, instead of killing
+    the process: :func:`train_planner` then checkpoints after the step it is in. Outside the
+    main thread (where handlers cannot be set) the event is never set by a signal."""
+    import signal
+    event = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield event
+        return
+    previous = {s: signal.signal(s, lambda *_: event.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield event
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def dialogues_digest(dialogues) -> str:

@@ -391,6 +391,28 @@ def test_a_resumed_run_gives_the_adapter_of_an_uninterrupted_one(tmp_path):
     assert not (resumed / "checkpoint.pt").exists()
     record = json.loads((resumed / "planner.json").read_text())
     assert record["config"]["data"]["many_kitchens"] == 0.5
+    # a stop (Ctrl-C, SIGTERM) checkpoints the step it came in, between scheduled checkpoints
+    import threading
+    stop = threading.Event()
+    stop.set()
+    rare = {**options, "train.checkpoint_every": 100}
+    _tiny_train(tmp_path, 0, "signal", overrides=rare, stop=stop)
+    assert (tmp_path / "signal" / "checkpoint.pt").is_file()
+    again = _tiny_train(tmp_path, 0, "signal", overrides=rare, resume=True)
+    c = load_file(str(again / "adapter_model.safetensors"))
+    assert all(bool((a[k] == c[k]).all()) for k in a)
+
+
+def test_ctrl_c_and_sigterm_set_the_training_stop_event_and_are_given_back():
+    import os
+    import signal
+
+    from saycan_ros.learning.train_planner import stop_on_signals
+    before = signal.getsignal(signal.SIGTERM)
+    with stop_on_signals() as stop:
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stop.wait(5)
+    assert signal.getsignal(signal.SIGTERM) is before
 
 
 def test_a_run_resumes_on_another_device_or_kernel_but_not_on_other_data():
