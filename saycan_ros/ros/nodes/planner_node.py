@@ -54,6 +54,7 @@ from saycan_ros.core.kitchen import GRIPPER, load_kitchen
 from saycan_ros.planning.scene import scene_line
 from saycan_ros.core.skills import load_skills
 from saycan_ros.srv import AnswerQuestion, ExecuteSkill, GetWorldState, SkillScore
+from saycan_ros.llm.config import DEFAULT_MODEL
 from saycan_ros.planning import asking
 from saycan_ros.planning.refusal import load_refusals
 from saycan_ros.planning.wording import Wording
@@ -571,7 +572,7 @@ def _ask_policy(params) -> asking.ConformalAsk | None:
         raise ValueError(f"ask_epsilon must be 0 (never ask) or in (0, 1), got {epsilon:g}")
     if not float(params["answer_timeout_s"]) > 0.0:
         raise ValueError(f"answer_timeout_s must be > 0, got {params['answer_timeout_s']}")
-    path = params["ask_calibration_file"] or asking.default_calibration("smollm2-135m")
+    path = params["ask_calibration_file"] or asking.default_calibration(DEFAULT_MODEL)
     if not path:
         raise ValueError("ask_epsilon is set but there is no calibration: give "
                          "ask_calibration_file (saycan calibrate makes one)")
