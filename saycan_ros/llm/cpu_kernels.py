@@ -117,8 +117,11 @@ def use_onednn_linear(model: torch.nn.Module) -> int:
         raise ValueError(f"kernels: onednn runs float32 models on the CPU, not "
                          f"{param.dtype} on {param.device.type}")
     replaced = 0
+    # only the parents are listed: a list of every module would keep each replaced nn.Linear
+    # (and its weight) alive until the end, twice the model's memory at the peak
+    parents = [m for m in model.modules() if any(_plain_linear(c) for c in m.children())]
     with torch.no_grad():
-        for parent in list(model.modules()):
+        for parent in parents:
             children = dict(parent.named_children())
             for group in FUSED_GROUPS:
                 members = [children.get(name) for name in group]

@@ -227,6 +227,44 @@ def _save_converted(model, tokenizer, target: Path, origin: str) -> None:
         raise
 
 
+#: safetensors dtype names -> torch dtypes (the ones a causal LM's weights come in).
+_SAFETENSORS_DTYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
+                       "I32": "int32", "BOOL": "bool", "U8": "uint8"}
+
+
+def own_weights(model, folder: Path) -> int:
+    """Give ``model`` its own copy of the weights in ``folder``'s safetensors files, read with
+    plain reads; returns how many tensors were replaced. ``from_pretrained`` maps the file:
+    every page a later step reads or changes (merging an adapter, packing the weights) stays in
+    the process's memory until the last view of the file is gone, so that the resident size
+    rose to twice the model's (Qwen2.5-0.5B: 4.2 GB resident, 2.8 GB with its own copy)."""
+    import torch
+    files = sorted(Path(folder).glob("*.safetensors"))
+    targets = dict(model.named_parameters(remove_duplicate=False)) | dict(model.named_buffers())
+    replaced = 0
+    with torch.no_grad():
+        for file in files:
+            with open(file, "rb") as f:
+                size = int.from_bytes(f.read(8), "little")
+                header, base = json.loads(f.read(size)), 8 + size
+                for name, meta in header.items():
+                    target = targets.get(name)
+                    dtype = _SAFETENSORS_DTYPES.get(meta.get("dtype", "")) if name != "__metadata__" else None
+                    if target is None or dtype is None:
+                        continue
+                    start, end = meta["data_offsets"]
+                    raw = torch.empty(end - start, dtype=torch.uint8)
+                    f.seek(base + start)
+                    if f.readinto(raw.numpy()) != end - start:
+                        raise OSError(f"{file}: {name} is cut short")
+                    tensor = raw.view(getattr(torch, dtype)).reshape(meta["shape"])
+                    if tuple(tensor.shape) != tuple(target.shape):
+                        continue            # not this model's layout: leave the mapped one
+                    target.data = tensor.to(target.dtype)
+                    replaced += 1
+    return replaced
+
+
 def load_causal_lm(spec: str, dtype: Any = "float32", *, use_cache: bool = True):
     """Load ``(model, tokenizer, LoadInfo)`` for a model spec (see the module docstring).
 
@@ -255,11 +293,14 @@ def load_causal_lm(spec: str, dtype: Any = "float32", *, use_cache: bool = True)
         path = str(Path(spec).expanduser()) if source == "folder" else spec
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=tdtype)
+        if source == "folder":
+            own_weights(model, Path(path))
         from_cache = False
     elif use_cache and _is_complete(target):
         path = str(target)
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=tdtype)
+        own_weights(model, target)
         from_cache = True
     else:
         if source == "shorthand":

