@@ -326,13 +326,22 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
 def stop_on_signals():
     """An event that SIGINT (Ctrl-C) and SIGTERM set while the block runs, instead of killing
     the process: :func:`train_planner` then checkpoints after the step it is in. Outside the
-    main thread (where handlers cannot be set) the event is never set by a signal."""
+    main thread (where handlers cannot be set) the event is never set by a signal. A second
+    signal does what it did before (Ctrl-C twice: stop now, losing the step)."""
     import signal
     event = threading.Event()
     if threading.current_thread() is not threading.main_thread():
         yield event
         return
-    previous = {s: signal.signal(s, lambda *_: event.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {}
+
+    def on_signal(signum, _frame):
+        if event.is_set():
+            signal.signal(signum, previous[signum])
+            signal.raise_signal(signum)
+        event.set()
+    for s in (signal.SIGINT, signal.SIGTERM):
+        previous[s] = signal.signal(s, on_signal)
     try:
         yield event
     finally:

@@ -408,11 +408,20 @@ def test_ctrl_c_and_sigterm_set_the_training_stop_event_and_are_given_back():
     import signal
 
     from saycan_ros.learning.train_planner import stop_on_signals
-    before = signal.getsignal(signal.SIGTERM)
-    with stop_on_signals() as stop:
-        os.kill(os.getpid(), signal.SIGTERM)
-        assert stop.wait(5)
-    assert signal.getsignal(signal.SIGTERM) is before
+    seen = []
+
+    def before(signum, _frame):
+        seen.append(signum)
+    original = signal.signal(signal.SIGTERM, before)
+    try:
+        with stop_on_signals() as stop:
+            os.kill(os.getpid(), signal.SIGTERM)
+            assert stop.wait(5) and seen == []
+            os.kill(os.getpid(), signal.SIGTERM)     # a second one: what it did before
+            assert seen == [signal.SIGTERM]
+        assert signal.getsignal(signal.SIGTERM) is before
+    finally:
+        signal.signal(signal.SIGTERM, original)
 
 
 def test_a_run_resumes_on_another_device_or_kernel_but_not_on_other_data():
