@@ -157,16 +157,24 @@ class ManyKitchenGenerator:
                                  missing_names=self.lexicon.objects)
 
     def dialogues(self, n: int, progress=None) -> list[Dialogue]:
-        out: list[Dialogue] = []
-        while len(out) < n:
-            if self.builtin is not None and self.rng.random() < self.builtin_share:
-                batch = self.builtin.dialogues(1)
-            else:
-                batch = _draw_some(self._kitchen_generator(), min(self.per_kitchen, n - len(out)))
-            out.extend(batch)
+        """``n`` dialogues, ``round(n * builtin_share)`` of them from the built-in kitchen at
+        random places in the list. (The share counts dialogues, not draws: a random kitchen
+        gives ``per_kitchen`` dialogues at a time, the built-in generator one.)"""
+        n_builtin = round(n * self.builtin_share) if self.builtin is not None else 0
+        builtin_slots = [True] * n_builtin + [False] * (n - n_builtin)
+        self.rng.shuffle(builtin_slots)
+        home = self.builtin.dialogues(n_builtin) if n_builtin else []
+        if progress is not None:
+            progress.update(len(home))
+        away: list[Dialogue] = []
+        while len(away) < n - n_builtin:
+            batch = _draw_some(self._kitchen_generator(),
+                               min(self.per_kitchen, n - n_builtin - len(away)))
+            away.extend(batch)
             if progress is not None:
                 progress.update(len(batch))
-        return out[:n]
+        home_iter, away_iter = iter(home), iter(away)
+        return [next(home_iter) if at_home else next(away_iter) for at_home in builtin_slots]
 
 
 def _draw_some(generator: PlanDataGenerator, n: int, tries: int = 200) -> list[Dialogue]:
