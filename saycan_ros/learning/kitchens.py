@@ -12,7 +12,7 @@ train planner --kitchen``): its objects' names, and the categories that its attr
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -170,7 +170,7 @@ class ManyKitchenGenerator:
         while len(away) < n - n_builtin:
             batch = _draw_some(self._kitchen_generator(),
                                min(self.per_kitchen, n - n_builtin - len(away)))
-            away.extend(batch)
+            away.extend(replace(d, kitchen="random") for d in batch)
             if progress is not None:
                 progress.update(len(batch))
         home_iter, away_iter = iter(home), iter(away)

@@ -80,6 +80,7 @@ class Dialogue:
     goal: GoalExpr | None             # None: an impossible request (the plan is "done" at once)
     steps: tuple[str, ...]            # skill texts, ending in done
     scenes: tuple[str, ...]           # the scene line before each step (scenes[0]: the start)
+    kitchen: str = "home"             # home: the run's own kitchen; random: a drawn one
 
     @property
     def scene(self) -> str:

@@ -120,6 +120,7 @@ def test_many_kitchen_dialogues_mix_kitchens_and_reproduce(lexicon, kitchen, ski
     assert [d.instruction for d in first] == [d.instruction for d in draw(0)]
     builtin = sum("far counter" in d.scene or "close counter" in d.scene for d in first)
     assert builtin == 20            # a share of dialogues, though a random kitchen gives 4 a draw
+    assert sum(d.kitchen == "home" for d in first) == 20
     assert len({d.scene.split(".")[1] for d in first}) > 15      # many different kitchens
 
 

@@ -391,6 +391,8 @@ def test_a_resumed_run_gives_the_adapter_of_an_uninterrupted_one(tmp_path):
     assert not (resumed / "checkpoint.pt").exists()
     record = json.loads((resumed / "planner.json").read_text())
     assert record["config"]["data"]["many_kitchens"] == 0.5
+    home = round(record["dialogues"] * 0.5)
+    assert record["kitchens"] == {"home": home, "random": record["dialogues"] - home}
     # a stop (Ctrl-C, SIGTERM) checkpoints the step it came in, between scheduled checkpoints
     import threading
     stop = threading.Event()
