@@ -70,24 +70,22 @@ def test_generator_covers_every_family_and_varies_the_start(corpus):
     assert max(len(d.steps) for d in corpus) >= 13          # several objects in one plan
 
 
-def test_a_request_about_the_held_object_takes_it_to_a_place_half_the_time(kitchen, skills,
-                                                                           lexicon):
+def test_an_embodiment_dialogue_with_something_held_often_takes_it_to_a_place(kitchen, skills,
+                                                                              lexicon):
     """Taking the held object to a place (go there, then put it down) is the request every
-    adapter got wrong by putting it down at once: half of the held requests ask for it."""
-    from saycan_ros.learning.planner_data import HELD_REQUESTS
+    adapter got wrong by putting it down at once: planner data version 5 draws it half of the
+    held-object requests (123 of 400 embodiment draws with something held; 50 before)."""
     gen = PlanDataGenerator(kitchen, skills, lexicon, seed=5)
     made = []
-    while len(made) < 200:
+    while len(made) < 400:
         world = SymbolicWorld(kitchen, gen._random_init("embodiment"))
-        if world.holding is not None and (req := gen._held_request(
-                world, gen.rng.choice(HELD_REQUESTS))) is not None:
+        if world.holding is not None and (req := gen._embodiment(world)) is not None:
             made.append((world.holding, req))
-    to_place = [(held, text, items) for held, (text, _, items, _) in made
-                if items[0][0] == "deliver" and items[0][2] in gen.shelves]
-    assert 70 <= len(to_place) <= 130
-    assert any("you're holding" in text or "in your" in text for _, text, _ in to_place)
-    for held, text, items in to_place:
-        assert items == [("deliver", (held,), items[0][2])], text
+    to_place = [text for held, (text, _, items, _) in made
+                if items[0][0] == "deliver" and items[0][1] == (held,)
+                and items[0][2] in gen.shelves]
+    assert 90 <= len(to_place) <= 160
+    assert any("you're holding" in text or "in your" in text for text in to_place)
 
 
 def test_long_sentences_join_parts_in_order_and_end_with_any_move_of_the_robot(
