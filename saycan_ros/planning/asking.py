@@ -275,7 +275,8 @@ Asker = Callable[[Question], Answer]
 
 # -- from settings ------------------------------------------------------------------------------
 #: The shipped calibration of each default planning model (models/, built by saycan calibrate).
-CALIBRATION_FILES = {"smollm2-135m": "ask_calibration_smollm2.json"}
+CALIBRATION_FILES = {"smollm2-135m": "ask_calibration_smollm2.json",
+                     "qwen2.5-coder-0.5b": "ask_calibration_qwen05.json"}
 
 
 def default_calibration(model: str) -> Path | None:
