@@ -44,6 +44,8 @@ SIMULATED = ("kitchen_sim", "navigate_skill", "pick_skill", "place_skill", "llm_
              "affordance", "planner")
 UP_S = 240.0          # every node answers (models load on two busy cores)
 PLAN_S = 300.0        # the plan, carried out
+#: The tests beyond the defaults check wiring, not plans: the small model loads faster.
+SMALL_MODEL = "model:=smollm2-135m"
 
 
 @pytest.fixture
@@ -137,14 +139,14 @@ def test_saycan_sim_launch_with_its_defaults(domain):
 
 
 def test_saycan_launch_in_a_namespace(domain):
-    run = _run("saycan.launch.py", ["namespace:=robot1"], PLANNING, domain, namespace="robot1")
+    run = _run("saycan.launch.py", ["namespace:=robot1", SMALL_MODEL], PLANNING, domain, namespace="robot1")
     assert set(run.started()) >= {f"{n}-{i}" for i, n in enumerate(PLANNING, 1)}
 
 
 def test_saycan_launch_with_voice_from_a_wav_file(domain, speech, tmp_path):
     from saycan_ros.speech.synth import speak_to_wav
     wav = speak_to_wav("bring me the sponge", tmp_path / "sponge.wav")
-    _run("saycan.launch.py", ["voice:=true", f"audio_file:={wav}"],
+    _run("saycan.launch.py", ["voice:=true", f"audio_file:={wav}", SMALL_MODEL],
          PLANNING + ("speech_to_text",), domain, spoken="Bring me the sponge.")
 
 
