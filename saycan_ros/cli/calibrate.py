@@ -1,6 +1,7 @@
 """``saycan calibrate``: rebuild the conformal calibration of asking for help (the shipped
-models/ask_calibration_smollm2.json for the default model), from generated plans that no task
-file holds; prints the threshold and the held-aside coverage at several epsilons."""
+models/ask_calibration_qwen05.json for the default model, ..._smollm2.json for SmolLM2),
+from generated plans that no task file holds; prints the threshold and the held-aside
+coverage at several epsilons."""
 from __future__ import annotations
 
 import sys

@@ -156,11 +156,13 @@ def register(subparsers) -> None:
         p.set_defaults(func=func)
 
     p = train.add_parser("planner", help="train the LoRA planner adapter of the language model "
-                                         "(models/planner_smollm2/, reproducible from --seed)")
+                                         "(models/planner_qwen05/ for the default model, "
+                                         "reproducible from --seed)")
     p.add_argument("--config", default="", help="hyper-parameters (default config/learning.yaml)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="", help="adapter folder (default models/planner_smollm2; "
-                                             "with --kitchen K: models/planner_smollm2_K)")
+    p.add_argument("--out", default="", help="adapter folder (default the base model's, e.g. "
+                                             "models/planner_qwen05; with --kitchen K: "
+                                             "models/planner_qwen05_K)")
     p.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
                    help="override one hyper-parameter, e.g. data.dialogues=200")
     p.add_argument("--init-adapter", default=None, metavar="NAME",

@@ -88,7 +88,7 @@ def _collate(examples, index, pad_id: int):
 
 def _init_adapter(name: str) -> Path | None:
     """The adapter folder to continue from (``init_adapter``): an absolute path, a path in the
-    source checkout (``training/planner_smollm2_v6``: the parents of shipped adapters live in
+    source checkout (``training/planner_qwen05_kh2``: the parents of shipped adapters live in
     ``training/``, not in ``models/``), or a folder under ``models/``."""
     from saycan_ros.core.config import ConfigError
     if not name:

@@ -20,6 +20,7 @@ from std_msgs.msg import String  # noqa: E402
 
 from saycan_ros.evaluation.fuzz import fuzz_reset_requests  # noqa: E402
 from saycan_ros.planning.planner import PlannerError  # noqa: E402
+from saycan_ros.stack import TEST_MODEL  # noqa: E402
 from saycan_ros.ros.commander import SayCanCommander  # noqa: E402
 from saycan_ros.ros.nodes.affordance_node import AffordanceNode  # noqa: E402
 from saycan_ros.ros.nodes.common import (ServiceCallError, WatchedClient,  # noqa: E402
@@ -240,8 +241,9 @@ def test_a_killed_scorer_fails_the_plan_within_seconds_and_readiness_sees_it(ros
     ready, although the dead node's services stay listed in the graph for ~20 s."""
     args = isolated("/f25kill")
     # the process's names under the same prefix (its own remap rules)
-    scorer = subprocess.Popen(
-        [sys.executable, "-m", "saycan_ros.ros.nodes.llm_scorer_node", *args],
+    scorer = subprocess.Popen(      # the small model: what is tested is its death
+        [sys.executable, "-m", "saycan_ros.ros.nodes.llm_scorer_node", *args,
+         "-p", f"model:={TEST_MODEL}"],
         stdout=open(tmp_path / "llm.log", "w"), stderr=subprocess.STDOUT, env=dict(os.environ))
     planner = PlannerNode(cli_args=args,
                           parameter_overrides=[Parameter("score_timeout_s", value=60.0)])

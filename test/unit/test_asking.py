@@ -100,6 +100,25 @@ def test_calibration_file_round_trip_and_checks(tmp_path):
         Calibration.load(path)
 
 
+def test_saycan_run_asks_with_the_calibration_of_the_model_that_scores():
+    """The planner node cannot see the scorer's model: `saycan run --ask` hands it the file
+    made for that model, and each model with a shipped adapter ships one."""
+    import argparse
+    from saycan_ros.cli.run import node_params
+    from saycan_ros.llm.config import DEFAULT_MODEL
+    from saycan_ros.planning.asking import CALIBRATION_FILES, default_calibration
+    assert DEFAULT_MODEL in CALIBRATION_FILES
+    for model in CALIBRATION_FILES:
+        args = argparse.Namespace(world="symbolic", seed=0, strategy="saycan", max_steps=20,
+                                  model=model, ask=0.15, answer_timeout=60.0)
+        planner = node_params(args)["planner"]
+        assert planner["ask_epsilon"] == 0.15
+        assert planner["ask_calibration_file"] == str(default_calibration(model))
+        assert Calibration.load(planner["ask_calibration_file"]).model.startswith(model + "+")
+    args.ask = 0.0
+    assert "ask_calibration_file" not in node_params(args)["planner"]
+
+
 class TwoReadings:
     """A language model torn between two skills at the first step, then following a script."""
 

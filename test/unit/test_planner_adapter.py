@@ -19,6 +19,8 @@ from saycan_ros.core.world import SymbolicWorld
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 MODELS = Path(__file__).resolve().parents[2] / "models"
+#: The small model's recipe (models/planner_smollm2/): the training mechanics are tested on it.
+SMALL_RECIPE = Path(__file__).resolve().parents[2] / "training" / "planner_smollm2_learning.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -28,22 +30,18 @@ def lexicon(kitchen):
 
 @pytest.fixture(scope="module")
 def corpus(kitchen, skills, lexicon):
-    """The shipped adapter's training set: its record's data settings, config/learning.yaml's seed."""
+    """The built-in kitchen's dialogues of the default adapter's recipe (config/learning.yaml:
+    its data settings and seed), 1,000 of them."""
     from saycan_ros.learning.configuration_planner import PlannerAdapterConfig
-    cfg = PlannerAdapterConfig.load()
-    record = MODELS / "planner_smollm2" / "planner.json"
-    n = json.loads(record.read_text())["dialogues"] if record.is_file() else cfg.data.dialogues
-    data = (json.loads(record.read_text())["config"]["data"] if record.is_file()
-            else {"languages": cfg.data.languages, "scene_refresh": cfg.data.scene_refresh,
-                  "family_weights": cfg.data.family_weights})
-    lex = lexicon if data["languages"] else load_lexicon(kitchen, languages_path=False)
-    gen = PlanDataGenerator(kitchen, skills, lex, seed=cfg.data.seed_offset,
+    data = PlannerAdapterConfig.load().data
+    lex = lexicon if data.languages else load_lexicon(kitchen, languages_path=False)
+    gen = PlanDataGenerator(kitchen, skills, lex, seed=data.seed_offset,
                             exclude=heldout_instructions(CONFIG, kitchen),
-                            scene_refresh=data.get("scene_refresh", False),
-                            family_weights=data.get("family_weights") or None,
-                            any_reading=data.get("any_reading", "random"),
+                            scene_refresh=data.scene_refresh,
+                            family_weights=data.family_weights or None,
+                            any_reading=data.any_reading,
                             missing_names=load_kitchen_lexicon().objects)
-    return gen.dialogues(n)
+    return gen.dialogues(1000)
 
 
 # -- the dialogues -------------------------------------------------------------------------------
@@ -383,8 +381,8 @@ def _tiny_train(tmp_path, seed, name, **options):
     from saycan_ros.learning.train_planner import train_planner
     from saycan_ros.learning.configuration_planner import PlannerAdapterConfig
     out = tmp_path / name
-    config = tmp_path / f"{name}.yaml"        # the shipped recipe, from a fresh LoRA
-    config.write_text(yaml.safe_dump({"planner": PlannerAdapterConfig.load().to_dict()
+    config = tmp_path / f"{name}.yaml"        # the small model's recipe, from a fresh LoRA
+    config.write_text(yaml.safe_dump({"planner": PlannerAdapterConfig.load(SMALL_RECIPE).to_dict()
                                       | {"init_adapter": ""}}))
     overrides = {"data.dialogues": 4, "train.batch_size": 2, "data.languages": False,
                  "train.device": "cpu", **options.pop("overrides", {})}
@@ -533,7 +531,7 @@ def test_bench_training_times_every_arm_on_the_same_batches(tmp_path, capsys):
                                                       run_training_bench)
     from saycan_ros.learning.configuration_planner import PlannerAdapterConfig
     config = tmp_path / "learning.yaml"
-    config.write_text(yaml.safe_dump({"planner": PlannerAdapterConfig.load().to_dict()
+    config.write_text(yaml.safe_dump({"planner": PlannerAdapterConfig.load(SMALL_RECIPE).to_dict()
                                       | {"init_adapter": ""}}))
     data = yaml.safe_load(config.read_text())
     data["planner"]["train"] |= {"batch_size": 2, "device": "cpu", "threads": 1}
@@ -580,7 +578,9 @@ def test_adapter_none_is_the_frozen_model_with_its_few_shot_prompt():
     from saycan_ros.llm.config import LLMConfig, resolve_adapter
     assert resolve_adapter("smollm2-135m", "none") is None
     assert "adapter" not in LLMConfig(model="smollm2-135m", adapter="none").backend_config()
-    assert LLMConfig(adapter="auto").backend_config()["adapter"].endswith("planner_smollm2")
+    assert LLMConfig(model="smollm2-135m", adapter="auto").backend_config()["adapter"].endswith(
+        "planner_smollm2")
+    assert LLMConfig(adapter="auto").backend_config()["adapter"].endswith("planner_qwen05")
     assert resolve_adapter("gemma3-270m", "auto") is None        # no adapter for that model
     with pytest.raises(ValueError, match="not a LoRA adapter"):
         resolve_adapter("smollm2-135m", "/nonexistent")
@@ -689,7 +689,7 @@ def test_retrieval_pool_holds_no_evaluation_instruction(kitchen, skills):
 def test_training_can_continue_an_adapter_and_records_which():
     from saycan_ros.core.config import ConfigError
     from saycan_ros.learning.configuration_planner import PlannerAdapterConfig
-    from saycan_ros.learning.train_planner import _adapter_identity, _init_adapter
+    from saycan_ros.learning.train_planner import _adapter_identity, _init_adapter, shipped_adapter
     assert _init_adapter("") is None
     with pytest.raises(ConfigError, match="no adapter"):
         _init_adapter("no_such_adapter")
@@ -697,11 +697,13 @@ def test_training_can_continue_an_adapter_and_records_which():
     identity = _adapter_identity(shipped)
     assert identity["folder"] == "planner_smollm2" and len(identity["sha256"]) == 64
     assert identity["data_version"] == json.loads((shipped / "planner.json").read_text())["data_version"]
-    # the config's start (a parent of the shipped adapter, kept in the checkout's training/)
-    parent = _init_adapter(PlannerAdapterConfig.load().init_adapter)
-    assert parent.parent.name == "training" and (parent / "adapter_model.safetensors").is_file()
-    recorded = json.loads((shipped / "planner.json").read_text())["init_adapter"]
-    assert recorded["sha256"] == _adapter_identity(parent)["sha256"]
+    # each shipped adapter's recipe starts from its parent, kept in the checkout's training/
+    for recipe in (None, SMALL_RECIPE):      # config/learning.yaml: the default model's
+        cfg = PlannerAdapterConfig.load(recipe)
+        parent = _init_adapter(cfg.init_adapter)
+        assert parent.parent.name == "training" and (parent / "adapter_model.safetensors").is_file()
+        record = json.loads((MODELS / shipped_adapter(cfg.base_model) / "planner.json").read_text())
+        assert record["init_adapter"]["sha256"] == _adapter_identity(parent)["sha256"]
 
 
 def test_the_step_prompt_sets_the_scorers_scene_refresh_flag():

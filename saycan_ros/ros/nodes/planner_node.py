@@ -74,7 +74,7 @@ DEFAULTS = {
                                    # prompt is scene: step; false for a scene: true adapter)
     "prune": True,                 # saycan: the LLM scores only skills whose affordance is > 0
     "ask_epsilon": 0.0,            # > 0: ask when the conformal set (coverage 1 - eps) is not one
-    "ask_calibration_file": "",    # "" = models/ask_calibration_smollm2.json (the default model)
+    "ask_calibration_file": "",    # "" = the default model's (models/ask_calibration_qwen05.json)
     "answer_timeout_s": 60.0,      # a question unanswered this long ends the plan failed
     "ask_reads_words": True,       # asking reads the instruction: "the chips" (which?), "a soda"
     "refuse_impossible": True,     # "I can't ...": an action no skill does, a thing not here
@@ -107,7 +107,8 @@ DESCRIPTIONS = {
                          "planner chooses is 'done'",
     "refusals_file": "the actions the robot cannot do ('' = config/refusals.yaml)",
     "ask_calibration_file": "the conformal calibration (saycan calibrate; '' = the shipped one "
-                            "of the default model, models/ask_calibration_smollm2.json)",
+                            "of the default model, models/ask_calibration_qwen05.json; with "
+                            "llm_scorer's model another, give that model's)",
     "answer_timeout_s": "seconds a question waits on saycan/answer before the plan ends failed",
     "ask_reads_words": "with asking on, the instruction's words overrule the conformal set "
                        "where scores cannot tell: a definite description that fits several "
