@@ -34,6 +34,7 @@ def given(context, names) -> dict:
 
 
 def graph_nodes(context, session: str) -> list:
+    from saycan_ros.planning.asking import calibration_params
     params_file = LaunchConfiguration("params_file")
     namespace = LaunchConfiguration("namespace")
     sim_time = {"use_sim_time": LaunchConfiguration("use_sim_time")}
@@ -47,7 +48,8 @@ def graph_nodes(context, session: str) -> list:
         node("affordance"),
         # respawned after a crash; the session (one per launch) lets it restore its world
         node("skill_executor", [{"session": session}], respawn=True, respawn_delay=1.0),
-        node("planner"),
+        # model:= is the scorer's: the planner asks with that model's calibration
+        node("planner", [calibration_params(LaunchConfiguration("model").perform(context))]),
     ]
 
 

@@ -39,6 +39,7 @@ def given(context, names) -> dict:
 
 
 def graph_nodes(context, config: str) -> list:
+    from saycan_ros.planning.asking import calibration_params
     params_file = LaunchConfiguration("params_file")
     executors_file = LaunchConfiguration("executors_file")
 
@@ -56,7 +57,10 @@ def graph_nodes(context, config: str) -> list:
         node("llm_scorer", params_file),
         node("affordance", params_file,
              [{"affordance_file": LaunchConfiguration("affordance_file")}]),
-        node("planner", params_file, [{"registry_file": "skill_registry.yaml"}]),
+        # model:= is the scorer's: the planner asks with that model's calibration
+        node("planner", params_file, [{"registry_file": "skill_registry.yaml"},
+                                      calibration_params(LaunchConfiguration("model")
+                                                         .perform(context))]),
     ]
 
 

@@ -34,14 +34,13 @@ def _print_status(msg) -> None:
 def node_params(args, kitchen_file: str = "") -> dict:
     """Each node's parameters; ``kitchen_file`` reaches every node that reads the kitchen."""
     from saycan_ros.llm.config import LLMConfig
-    from saycan_ros.planning.asking import default_calibration
+    from saycan_ros.planning.asking import calibration_params
     where = {"kitchen_file": kitchen_file} if kitchen_file else {}
     llm = LLMConfig.from_args(args).params()
     ask = {}
     if getattr(args, "ask", 0.0):      # the calibration of the model that scores, not the default's
-        calibration = default_calibration(llm["model"])
         ask = {"ask_epsilon": args.ask, "answer_timeout_s": args.answer_timeout,
-               **({"ask_calibration_file": str(calibration)} if calibration else {})}
+               **calibration_params(llm["model"])}
     return {"llm_scorer": {**llm, **where},
             "affordance": dict(where),
             "skill_executor": {"world": args.world, "seed": args.seed, **where},

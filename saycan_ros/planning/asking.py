@@ -287,6 +287,14 @@ def default_calibration(model: str) -> Path | None:
     return path if path is not None and path.is_file() else None
 
 
+def calibration_params(model: str) -> dict:
+    """The planner's ``ask_calibration_file`` for a scorer running ``model`` (the planner
+    node cannot see the scorer's model; '' there means the default model's file): {} when
+    ``model`` ships none."""
+    path = default_calibration(model) if model else None
+    return {"ask_calibration_file": str(path)} if path else {}
+
+
 def make_ask_policy(spec: dict | None, scorer_name: str = "") -> AskPolicy | None:
     """The policy a setting names: None or ``{}`` (never ask), ``{"threshold": tau}``, or
     ``{"epsilon": eps, "calibration": file}``. A calibration made for another model than

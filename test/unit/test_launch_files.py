@@ -125,6 +125,19 @@ def test_a_launch_argument_overrides_the_parameter_file_only_when_given(launch_s
     assert ("ask_epsilon" in given["planner"]) == (name == "saycan.launch.py")
 
 
+@pytest.mark.parametrize("name", GRAPHS)
+def test_the_planner_asks_with_the_calibration_of_the_scorer_s_model(launch_stubs, name):
+    """model:= reaches the scorer only; the planner gets that model's shipped calibration (its
+    own '' would mean the default model's), and nothing for a model that ships none."""
+    def calibration(arguments):
+        planner = _nodes(ROOT / "launch" / name, arguments)["planner"]
+        return [p["ask_calibration_file"] for p in planner.kwargs["parameters"]
+                if isinstance(p, dict) and "ask_calibration_file" in p]
+    assert calibration({}) == [] and calibration({"model": "gemma3-270m"}) == []
+    small = calibration({"model": "smollm2-135m"})
+    assert len(small) == 1 and small[0].endswith("ask_calibration_smollm2.json")
+
+
 @pytest.mark.parametrize("name", ["saycan.launch.py", "saycan_sim.launch.py"])
 def test_rviz_is_included_with_the_shipped_config(launch_stubs, name):
     actions = _description(ROOT / "launch" / name)

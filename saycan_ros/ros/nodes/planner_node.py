@@ -107,8 +107,8 @@ DESCRIPTIONS = {
                          "planner chooses is 'done'",
     "refusals_file": "the actions the robot cannot do ('' = config/refusals.yaml)",
     "ask_calibration_file": "the conformal calibration (saycan calibrate; '' = the shipped one "
-                            "of the default model, models/ask_calibration_qwen05.json; with "
-                            "llm_scorer's model another, give that model's)",
+                            "of the default model, models/ask_calibration_qwen05.json; the "
+                            "launch files' model:= and saycan run --model set that model's)",
     "answer_timeout_s": "seconds a question waits on saycan/answer before the plan ends failed",
     "ask_reads_words": "with asking on, the instruction's words overrule the conformal set "
                        "where scores cannot tell: a definite description that fits several "
