@@ -73,7 +73,8 @@ def test_the_answer_decides_what_runs_next(asking_graph):
     question = commander.get_question()
     assert set(question["options"]) == set(COUNTERS)
     assert question["text"].startswith("Which do you mean? 1) ")
-    assert any(f.state == "asking" for f in commander.feedback)
+    # the action's feedback and the question topic are separate messages: either may come first
+    _wait(lambda: any(f.state == "asking" for f in commander.feedback), what="asking feedback")
     far = question["options"].index("go to the far counter") + 1
     assert "go to the far counter" in commander.answer(far)
     _wait(commander.is_task_complete, what="the result")
