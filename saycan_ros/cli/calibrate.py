@@ -34,7 +34,8 @@ def cmd_calibrate(args) -> int:
     scorer = make_language_scorer(LLMConfig.from_args(args), vocabulary.prompt)
     calibration = calibrate(vocabulary, scorer, load_affordance(), n=args.plans,
                             seed=CALIBRATION_SEED + args.seed,
-                            model_name=getattr(scorer.backend, "name", args.model))
+                            model_name=getattr(scorer.backend, "name", args.model),
+                            details=args.details or None)
     calibration.save(out)
     summary = calibration.to_dict()
     data = summary["data"]
@@ -57,4 +58,6 @@ def register(sub) -> None:
                           "held aside to measure coverage)")
     cal.add_argument("--seed", type=int, default=0, help="added to the calibration data's seed")
     cal.add_argument("--out", default="", help="calibration file (default: the shipped one)")
+    cal.add_argument("--details", default="", metavar="FILE.json.gz",
+                     help="also write every step's offered probabilities and right options")
     cal.set_defaults(func=cmd_calibrate)

@@ -3,10 +3,11 @@
 Calibration plans are generated dialogues (the planner-data generator, a seed of their own,
 every instruction of the task files left out) in the built-in kitchen. Each is planned by SayCan
 as ``saycan eval`` plans it, except that at every step a :class:`CalibratingPerson` is asked
-with every skill on offer (without those that would change nothing, as in use): it notes the
-step's largest probability of a right next skill (one that begins a shortest plan to the goal,
-by the symbolic solver, naming a goal object where one does) and answers with it, so the plan
-follows a right path. Each step's score is 1 minus that probability. Two thirds of the plans
+with every skill on offer (without those that would change nothing, and one skill per outcome,
+as in use): it notes the step's largest probability of a right next skill (one that begins a
+shortest plan to the goal, by the symbolic solver, but not a ``find`` of a thing the goal does
+not name; or, when none is offered, one that goes where a right one goes) and answers with it,
+so the plan follows a right path. Each step's score is 1 minus that probability. Two thirds of the plans
 calibrate, the rest are held aside to measure coverage (split by plan: a plan's steps stay
 together).
 """
@@ -20,8 +21,10 @@ from saycan_ros.planning.asking import Answer, Calibration, Question, step_score
 #: Generator seed of the calibration dialogues (training uses small seeds, held-out checks
 #: 1_000_003 + seed): these are neither.
 CALIBRATION_SEED = 7_700_001
-#: Version of the calibration data recipe (bump when the recipe changes).
-DATA_VERSION = 1
+#: Version of the calibration data recipe (bump when the recipe changes). 2: a ``go to`` the
+#: place is as right as a ``find`` of the goal's thing there, and an offered skill that goes
+#: where a right one goes counts (version 1 found no right option at 7% of its steps).
+DATA_VERSION = 2
 
 
 class OfferEverything:
@@ -34,19 +37,25 @@ class OfferEverything:
 
 class CalibratingPerson:
     """Answers with the likeliest right next skill (one the person means:
-    :func:`~saycan_ros.evaluation.plans.intended_next_skills`) and keeps, per step, its
+    :func:`~saycan_ros.evaluation.plans.meant_options`) and keeps, per step, its
     probability (0 where none was on offer)."""
 
     def __init__(self, task: Task, world, skills, kitchen):
         self.task, self.world, self.skills, self.kitchen = task, world, skills, kitchen
         self.right_probabilities: list[float] = []
+        #: per step, the offered skills with their probabilities, which of them were right,
+        #: and every right skill (offered or not)
+        self.steps: list[dict] = []
 
     def __call__(self, question: Question) -> Answer:
-        from saycan_ros.evaluation.plans import intended_next_skills
+        from saycan_ros.evaluation.plans import intended_next_skills, meant_options
         right = intended_next_skills(self.task, self.world, self.skills, self.kitchen)
-        hits = [i for i, option in enumerate(question.options) if option in right]
+        hits = meant_options(question.options, right, self.world, self.skills)
         self.right_probabilities.append(
             float(question.probabilities[hits[0]]) if hits else 0.0)
+        self.steps.append({"options": list(question.options),
+                           "probabilities": [round(float(p), 6) for p in question.probabilities],
+                           "right": hits, "right_skills": sorted(right)})
         return Answer(hits[0] if hits else None)
 
 
@@ -70,9 +79,11 @@ def calibration_tasks(vocabulary, n: int, seed: int = CALIBRATION_SEED,
 
 def calibrate(vocabulary, language_scorer, affordance_scorer, *, n: int = 300,
               heldout_share: float = 1 / 3, seed: int = CALIBRATION_SEED,
-              model_name: str = "", progress: bool = True) -> Calibration:
+              model_name: str = "", progress: bool = True,
+              details: str | None = None) -> Calibration:
     """Plan ``n`` calibration tasks (module docstring) and split their scores into calibration
-    and held-aside ones."""
+    and held-aside ones. ``details``: a .json.gz file for every step's offered probabilities
+    and right options, per plan with its split (to study other scores without replanning)."""
     from saycan_ros.evaluation.plans import evaluate
     if n < 3:
         raise ValueError(f"calibration needs at least 3 plans, got {n}")
@@ -96,6 +107,12 @@ def calibrate(vocabulary, language_scorer, affordance_scorer, *, n: int = 300,
     held = sorted(int(i) for i in order[:n_held])
     cal = sorted(int(i) for i in order[n_held:])
     reached = sum(o.plan_success for o in report.outcomes)
+    if details:
+        import gzip
+        import json
+        with gzip.open(details, "wt") as f:
+            json.dump([{"task": task.id, "split": "heldout" if i in held else "calibration",
+                        "steps": people[i].steps} for i, task in enumerate(tasks)], f)
     return Calibration(
         [s for i in cal for s in steps[i]], [s for i in held for s in steps[i]], model_name,
         {"generator": "PlanDataGenerator (built-in kitchen)", "seed": seed,

@@ -51,6 +51,10 @@ def observation_of(world) -> dict:
             "objects": sorted(o for o, at in snap.objects.items() if at == snap.robot_at)}
 
 
+#: The skill kinds that move the robot (whose outcome is where they end).
+NAVIGATIONS = ("navigate", "navigate_to_object")
+
+
 class SimulatedPerson:
     """Answers the planner's questions as the person who gave ``task`` would: the first offered
     skill of :func:`intended_next_skills` in the world as it is now, else "something else"."""
@@ -62,19 +66,42 @@ class SimulatedPerson:
 
     def __call__(self, question: Question) -> Answer:
         meant = intended_next_skills(self.task, self.world, self.skills, self.kitchen)
-        return Answer(next((i for i, o in enumerate(question.options) if o in meant), None))
+        hits = meant_options(question.options, meant, self.world, self.skills)
+        return Answer(hits[0] if hits else None)
+
+
+def meant_options(options, meant: set[str], world: SymbolicWorld, skills: SkillSet) -> list[int]:
+    """Indices of the offered ``options`` in ``meant`` (:func:`intended_next_skills`); when none
+    is, those that go where a meant navigation goes: the planner offers one skill per outcome
+    (:func:`~saycan_ros.planning.asking.distinct_outcomes`), so ``find a green tea`` stands for
+    ``go to the table`` when the tea is on the table and the table is meant."""
+    from saycan_ros.core.world import target_location
+    hits = [i for i, option in enumerate(options) if option in meant]
+    if hits:
+        return hits
+
+    def end(text: str):
+        skill = skills.get(text)
+        return target_location(world, skill) if skill.kind in NAVIGATIONS else None
+    ends = {end(text) for text in meant} - {None}
+    return [i for i, option in enumerate(options) if end(option) in ends]
 
 
 def intended_next_skills(task: Task, world: SymbolicWorld, skills: SkillSet,
                          kitchen: Kitchen) -> set[str]:
     """The next skills the person who gave ``task`` means: those that begin a shortest plan to
-    its goal (the symbolic solver), narrowed to the ones naming an object of the goal when any
-    does (``find a coke can`` goes to the counter where the wanted pepsi stands too, but it is
-    not what the person would choose)."""
+    its goal (the symbolic solver), without a ``find`` of a thing the goal does not name when
+    another one is left (``find a coke can`` goes to the counter where the wanted pepsi stands
+    too, but it is not what the person would choose). A ``go to`` the place stays: with the
+    chips already in the trash and the coke in hand, ``go to the trash can`` is as meant as
+    ``find the chips`` (which the robot does not offer for a thing in the trash)."""
     right = right_next_skills(task, world, skills, kitchen)
     wanted = goal_objects(task.goal)
-    named = {r for r in right if skills.get(r).object in wanted}
-    return named or right
+
+    def names_another_thing(text: str) -> bool:
+        skill = skills.get(text)
+        return skill.kind == "navigate_to_object" and skill.object not in wanted
+    return {r for r in right if not names_another_thing(r)} or right
 
 
 @dataclass

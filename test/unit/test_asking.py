@@ -296,6 +296,38 @@ def test_simulated_person_names_what_the_goal_wants(vocabulary):
     assert calibrating.right_probabilities == [0.4]
 
 
+def test_going_to_the_place_is_as_meant_as_finding_the_goal_s_thing_there(vocabulary):
+    """The chips are in the trash, the coke is in hand and goes there too: ``go to the trash
+    can`` is meant (it was not: only ``find the multigrain chips``, which the planner merges
+    into the go-to, so 7% of the calibration steps had no right option). An offered skill that
+    goes where a meant one goes stands for it (one skill per outcome is offered)."""
+    from saycan_ros.evaluation.plans import intended_next_skills, meant_options
+    task = parse_tasks({"instructions": [
+        {"id": "t", "family": "long_horizon", "text": "Throw away the chips and the coke.",
+         "goal": "and(at(multigrain chips, trash can), at(coke can, trash can))",
+         "init": {"robot_at": "close counter", "holding": "coke can",
+                  "objects": {"multigrain chips": "trash can"}}}]}, vocabulary.kitchen)[0]
+    world = SymbolicWorld(vocabulary.kitchen, task.init)
+    meant = intended_next_skills(task, world, vocabulary.skills, vocabulary.kitchen)
+    assert "go to the trash can" in meant
+    person = CalibratingPerson(task, world, vocabulary.skills, vocabulary.kitchen)
+    assert person(Question(1, ("go to the table", "go to the trash can"), (0.6, 0.3))).choice == 1
+    assert person.right_probabilities == [0.3]
+    # the tea stands on the table, and going there is what is meant: its find stands for it
+    tea = parse_tasks({"instructions": [
+        {"id": "g", "family": "nl_single", "text": "Go to the table.",
+         "goal": "robot_at(table)", "init": {"robot_at": "close counter"}}]},
+        vocabulary.kitchen)[0]
+    world = SymbolicWorld(vocabulary.kitchen, tea.init)
+    meant = intended_next_skills(tea, world, vocabulary.skills, vocabulary.kitchen)
+    assert meant == {"go to the table"}
+    options = ("find a green tea", "go to the trash can")
+    assert meant_options(options, meant, world, vocabulary.skills) == [0]
+    assert SimulatedPerson(tea, world, vocabulary.skills, vocabulary.kitchen)(
+        Question(1, options, (0.7, 0.2))).choice == 0
+    assert meant_options(("go to the trash can",), meant, world, vocabulary.skills) == []
+
+
 def test_calibration_runs_on_generated_plans(vocabulary, tmp_path):
     """saycan calibrate's core with a uniform language model (no model load): generated plans,
     split by plan, every step's score in [0, 1], a loadable file with its coverage."""
@@ -307,8 +339,16 @@ def test_calibration_runs_on_generated_plans(vocabulary, tmp_path):
             return p, np.log(p)
 
     cal = calibrate(vocabulary, Uniform(), load_affordance(), n=6, model_name="uniform",
-                    progress=False)
+                    progress=False, details=str(tmp_path / "steps.json.gz"))
     data = cal.to_dict()["data"]
+    import gzip
+    import json
+    plans = json.load(gzip.open(tmp_path / "steps.json.gz"))
+    # the details give back each split's scores: 1 - the likeliest right option's probability
+    for split, scores in (("calibration", cal.scores), ("heldout", cal.heldout)):
+        again = [1.0 - (step["probabilities"][step["right"][0]] if step["right"] else 0.0)
+                 for plan in plans if plan["split"] == split for step in plan["steps"]]
+        assert again == pytest.approx(scores, abs=1e-5)
     assert data["calibration_plans"] == 4 and data["heldout_plans"] == 2
     assert len(cal.scores) + len(cal.heldout) == data["steps"] >= 6
     assert all(0.0 <= s <= 1.0 for s in cal.scores + cal.heldout)

