@@ -94,7 +94,7 @@ def intended_next_skills(task: Task, world: SymbolicWorld, skills: SkillSet,
     another one is left (``find a coke can`` goes to the counter where the wanted pepsi stands
     too, but it is not what the person would choose). A ``go to`` the place stays: with the
     chips already in the trash and the coke in hand, ``go to the trash can`` is as meant as
-    ``find the chips`` (which the robot does not offer for a thing in the trash)."""
+    ``find the chips`` (the planner offers the two as one outcome, the likelier of them)."""
     right = right_next_skills(task, world, skills, kitchen)
     wanted = goal_objects(task.goal)
 
