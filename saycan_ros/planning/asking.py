@@ -252,7 +252,8 @@ class Question:
 
     def to_dict(self) -> dict:
         return {"step": self.step, "options": list(self.options),
-                "probabilities": [round(p, 4) for p in self.probabilities], "text": self.text}
+                "probabilities": [round(p, 4) for p in self.probabilities], "text": self.text,
+                "policy": self.policy}
 
 
 @dataclass(frozen=True)

@@ -350,12 +350,39 @@ def test_calibration_runs_on_generated_plans(vocabulary, tmp_path):
                  for plan in plans if plan["split"] == split for step in plan["steps"]]
         assert again == pytest.approx(scores, abs=1e-5)
     assert data["calibration_plans"] == 4 and data["heldout_plans"] == 2
+    assert data["ambiguous_plans"] == 2 == sum(plan["family"] == "ambiguous" for plan in plans)
     assert len(cal.scores) + len(cal.heldout) == data["steps"] >= 6
     assert all(0.0 <= s <= 1.0 for s in cal.scores + cal.heldout)
     assert max(cal.scores) > 0.5        # a uniform model is never sure of the right step
     cal.save(tmp_path / "c.json")
     assert Calibration.load(tmp_path / "c.json").model == "uniform"
     assert set(data["plans_covered_at"]) == {"0.05", "0.1", "0.15", "0.2", "0.25"}
+    assert set(data["heldout_coverage_over_splits"]) == set(data["plans_covered_at"])
+
+
+def test_coverage_over_random_splits_is_one_minus_epsilon_on_exchangeable_scores():
+    """The mean held-aside coverage over random plan splits is what split conformal promises:
+    1 - epsilon (to within its spread) on exchangeable scores, here one step per plan."""
+    from saycan_ros.evaluation.calibrate import _coverage_over_splits
+    plans = [[float(u)] for u in np.random.default_rng(3).uniform(size=600)]
+    for epsilon in (0.1, 0.15, 0.25):
+        found = _coverage_over_splits(plans, 200, epsilon, seed=0)
+        assert found["mean"] == pytest.approx(1 - epsilon, abs=0.01)
+        assert 0.0 < found["sd"] < 0.05
+
+
+def test_calibration_plans_hold_a_share_of_requests_with_several_readings(vocabulary):
+    """A quarter of the calibration plans are ambiguous requests (the person means one
+    reading); the clear ones are the usual mix's first, whatever the share."""
+    from saycan_ros.evaluation.calibrate import calibration_tasks
+    mixed = calibration_tasks(vocabulary, 8, progress=False)
+    clear = calibration_tasks(vocabulary, 6, progress=False, ambiguous_share=0.0)
+    assert [t.family for t in mixed[6:]] == ["ambiguous", "ambiguous"]
+    assert [t.text for t in mixed[:6]] == [t.text for t in clear]
+    assert "ambiguous" not in {t.family for t in clear}
+    assert all(t.goal is not None for t in mixed)
+    with pytest.raises(ValueError, match="ambiguous_share"):
+        calibration_tasks(vocabulary, 8, progress=False, ambiguous_share=1.5)
 
 
 def test_eval_counts_a_refused_impossible_request_and_nothing_else(vocabulary):
