@@ -141,6 +141,20 @@ def test_a_cancel_when_nothing_runs_says_so(graph):
     assert graph.commander.cancel_task() == "no plan is running"
 
 
+def test_a_cancel_while_an_ended_plan_publishes_its_end_says_nothing_runs(graph):
+    """Between a plan's terminal status and the release of the planner, a cancel has nothing
+    to cancel (CI once saw 'cancelling' there, from the plan a test before had ended)."""
+    node = graph.planner
+    assert node._busy.acquire(timeout=30)
+    node._cancel.set()                          # the ended plan had been cancelled
+    node._finishing = True
+    try:
+        assert graph.commander.cancel_task() == "no plan is running"
+    finally:
+        node._finishing = False
+        node._busy.release()
+
+
 def test_the_next_instruction_right_after_a_terminal_status_is_accepted(graph):
     """The planner is free when it says the plan has ended (busy was released after)."""
     commander = graph.commander

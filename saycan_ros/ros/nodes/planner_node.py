@@ -295,8 +295,8 @@ class PlannerNode(Node):
         """Cancel the plan in hand, from its claim to its end: after this returns no skill
         starts, and a skill already dispatched is told to stop."""
         with self._plan_lock:
-            if not self._busy.locked():
-                return False
+            if not self._busy.locked() or self._finishing:
+                return False                          # none, or it has ended (status going out)
             if self._cancel.is_set():                 # cancelled already: still cancelling
                 return True
             self._cancelled_at = time.monotonic()
