@@ -28,8 +28,8 @@ CALIBRATION_SEED = 7_700_001
 #: Version of the calibration data recipe (bump when the recipe changes). 2: a ``go to`` the
 #: place is as right as a ``find`` of the goal's thing there, and an offered skill that goes
 #: where a right one goes counts (version 1 found no right option at 7% of its steps).
+#: 3: a share of the plans are ambiguous requests (:data:`AMBIGUOUS_SHARE`).
 DATA_VERSION = 3
-#: Version 3: a share of the plans are ambiguous requests (:data:`AMBIGUOUS_SHARE`).
 #: Share of the calibration plans that are requests with several readings (the rest: the
 #: generator's usual mix). Their generator has a seed of its own, so the clear plans of ``n``
 #: are the first ``n - round(n * share)`` of the usual mix whatever the share.

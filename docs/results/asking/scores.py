@@ -7,10 +7,11 @@ drawn) calibrate, the rest is held aside.
 """
 import gzip
 import json
-import math
 import sys
 
 import numpy as np
+
+from saycan_ros.planning.asking import conformal_threshold
 
 plans = json.load(gzip.open(sys.argv[1]))
 clear = [p for p in plans if p["family"] != "ambiguous"]
@@ -38,9 +39,7 @@ def step_score(f, st):
 
 
 def thr(f, plans, eps):
-    s = np.sort([step_score(f, st) for pl in plans for st in pl["steps"]])
-    r = math.ceil((len(s) + 1) * (1 - eps))
-    return 1.0 if r > len(s) else s[r - 1]
+    return conformal_threshold([step_score(f, st) for pl in plans for st in pl["steps"]], eps)
 
 
 def measure(f, plans, q):

@@ -7,10 +7,11 @@ asking measured on the held-aside plans.
 """
 import gzip
 import json
-import math
 import sys
 
 import numpy as np
+
+from saycan_ros.planning.asking import conformal_threshold
 
 
 def sharpen(p, t):
@@ -26,9 +27,7 @@ def score(step, t):
 
 
 def threshold(plans, t, eps):
-    s = np.sort([score(step, t) for plan in plans for step in plan["steps"]])
-    rank = math.ceil((len(s) + 1) * (1 - eps))
-    return 1.0 if rank > len(s) else s[rank - 1]
+    return conformal_threshold([score(step, t) for plan in plans for step in plan["steps"]], eps)
 
 
 def measure(plans, t, q):
