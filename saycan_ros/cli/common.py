@@ -2,6 +2,7 @@
 check of them that runs before any model loads."""
 from __future__ import annotations
 
+import gzip
 import json
 
 
@@ -30,7 +31,9 @@ def bad_llm_options(args, command: str) -> str:
 
 
 def write_json(path: str, data) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
+    """``data`` as JSON at ``path``, gzip-compressed where the name ends in ``.gz``."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "wt", encoding="utf-8") as handle:
         json.dump(data, handle, indent=1)
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import math
 import sys
 import time
@@ -33,6 +32,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from saycan_ros.cli.common import write_json
 from saycan_ros.robot.arm import JOINT_NAMES
 from saycan_ros.worlds.closed_loop import CONTROL_PERIOD_S, drive, place_in_sim
 
@@ -264,8 +264,7 @@ def cmd_eval_skill(args) -> int:
         print(f"saycan eval-skill {args.skill}: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(report.to_dict() if hasattr(report, "to_dict") else {}, handle, indent=1)
+        write_json(args.json, report.to_dict() if hasattr(report, "to_dict") else {})
     print(report.table())
     print(report.summary_line())
     return 0

@@ -10,7 +10,7 @@ import tempfile
 import time
 
 from saycan_ros.cli.common import (add_kitchen_argument, add_model_arguments, bad_llm_options,
-                                   kitchen_option)
+                                   kitchen_option, write_json)
 
 
 def _print_scores(msg, top_k: int) -> None:
@@ -143,8 +143,7 @@ def cmd_run(args) -> int:
                       "selected": m.selected} for m in commander.scores]
             print(f"plot: {plot_plan(steps, instruction, args.plot)}")
         if args.json:
-            with open(args.json, "w", encoding="utf-8") as handle:
-                json.dump({"result": result, "world": state}, handle, indent=1)
+            write_json(args.json, {"result": result, "world": state})
         return 0 if result["state"] == "succeeded" and goal_holds is not False else 1
     except GraphDown as exc:
         keep_logs = True

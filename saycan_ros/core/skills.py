@@ -15,6 +15,8 @@ from saycan_ros.core.kitchen import Kitchen
 
 #: What a skill does; affordance models and executors are chosen by kind.
 KINDS = ("navigate", "navigate_to_object", "pick", "place", "terminate")
+#: The kinds that move the robot (whose outcome is where they end).
+NAVIGATIONS = ("navigate", "navigate_to_object")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from collections import deque
 from typing import Iterable
 
 from saycan_ros.core.kitchen import GRIPPER, Kitchen
-from saycan_ros.core.skills import Skill, SkillSet
+from saycan_ros.core.skills import NAVIGATIONS, Skill, SkillSet
 from saycan_ros.core.tasks import GoalExpr, Task
 from saycan_ros.core.world import SymbolicWorld
 
@@ -27,7 +27,7 @@ MAX_TERMS = 200
 #: At most this many states are expanded by one search (a search that runs out finds nothing).
 MAX_EXPANDED_STATES = 200_000
 
-_WORLD_CHANGING = ("navigate", "navigate_to_object", "pick", "place")
+_WORLD_CHANGING = (*NAVIGATIONS, "pick", "place")
 
 
 # -- goals ------------------------------------------------------------------------------------
@@ -181,7 +181,7 @@ def _successors(effects: _SkillEffects, state: State, candidates: list[Skill],
         nxt = effects.after(state, skill)
         if nxt is None:
             continue
-        if not every_skill and skill.kind in ("navigate", "navigate_to_object"):
+        if not every_skill and skill.kind in NAVIGATIONS:
             if nxt[0] in reached:
                 continue
             reached.add(nxt[0])

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from saycan_ros.core.kitchen import GRIPPER, USER, Kitchen
-from saycan_ros.core.skills import Skill
+from saycan_ros.core.skills import NAVIGATIONS, Skill
 from saycan_ros.core.tasks import TaskInit
 
 
@@ -85,7 +85,7 @@ class SymbolicWorld:
     # -- skills ------------------------------------------------------------------------------
     def execute(self, skill: Skill) -> SkillOutcome:
         """Carry out ``skill``; the state changes only on success."""
-        if skill.kind in ("navigate", "navigate_to_object"):
+        if skill.kind in NAVIGATIONS:
             target = target_location(self, skill)
             if target is None:
                 where = self.objects.get(skill.object)
@@ -132,7 +132,7 @@ def target_location(state, skill: Skill) -> str | None:
 
 def effect_holds(state, skill: Skill) -> bool:
     """Whether ``skill``'s effect is already true in ``state``: running it again changes nothing."""
-    if skill.kind in ("navigate", "navigate_to_object"):
+    if skill.kind in NAVIGATIONS:
         return target_location(state, skill) == state.robot_at
     if skill.kind == "pick":
         return state.holding == skill.object

@@ -99,13 +99,32 @@ def cpu_description() -> dict[str, Any]:
     import os
     return {"model": model, "cores": os.cpu_count(),
             "vector": [f for f in wanted if f in flags],
-            "native_bf16": bool({"avx512_bf16", "amx_bf16"} & flags)}
+            "native_bf16": bool({"avx512_bf16", "amx_bf16"} & flags),
+            "torch_isa": _torch_isa(),
+            # caps that make an AVX-512 machine compute as an AVX2-only one would
+            "isa_caps": {k: os.environ[k] for k in ISA_CAPS if os.environ.get(k)}}
+
+
+#: Environment variables that cap the instructions torch's kernels and oneDNN use.
+ISA_CAPS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
+
+
+def _torch_isa() -> str:
+    """The instruction set torch's own kernels dispatch to ("AVX512", "AVX2" ...)."""
+    try:
+        import torch
+        return str(torch.backends.cpu.get_cpu_capability())
+    except (ImportError, AttributeError):
+        return ""
 
 
 def format_cpu(cpu: dict, threads: int) -> str:
+    caps = cpu.get("isa_caps") or {}
     return (f"CPU: {cpu['model']}, {cpu['cores']} cores, {threads} torch threads; vector: "
             f"{' '.join(cpu['vector']) or 'none of avx2/avx512'}"
-            f"{'' if cpu['native_bf16'] else ' (no native bf16)'}")
+            f"{'' if cpu['native_bf16'] else ' (no native bf16)'}"
+            + (f"; torch kernels: {cpu['torch_isa']}" if cpu.get("torch_isa") else "")
+            + (f"; capped: {' '.join(f'{k}={v}' for k, v in caps.items())}" if caps else ""))
 
 
 def record_steps(n_tasks: int = BENCH_TASKS, tasks_file: str = "tasks_dev.yaml",

@@ -26,7 +26,7 @@ from saycan_ros.planning.local import LocalAffordance, LocalLanguage, WorldExecu
 from saycan_ros.planning.planner import Planner, PlanResult
 from saycan_ros.strategies.registry import make_strategy
 from saycan_ros.planning.scene import scene_of
-from saycan_ros.core.skills import SkillSet
+from saycan_ros.core.skills import NAVIGATIONS, SkillSet
 from saycan_ros.core.tasks import Task
 from saycan_ros.core.world import SymbolicWorld
 
@@ -49,10 +49,6 @@ def observation_of(world) -> dict:
     snap = world.snapshot()
     return {"location": snap.robot_at, "holding": snap.holding,
             "objects": sorted(o for o, at in snap.objects.items() if at == snap.robot_at)}
-
-
-#: The skill kinds that move the robot (whose outcome is where they end).
-NAVIGATIONS = ("navigate", "navigate_to_object")
 
 
 class SimulatedPerson:

@@ -35,6 +35,8 @@ from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
+from saycan_ros.core.skills import NAVIGATIONS
+
 #: Options offered when no skill clears the threshold (the likeliest ones).
 FALLBACK_OPTIONS = 3
 #: What the person may answer instead of an option.
@@ -141,7 +143,7 @@ def changes_nothing(state, skill) -> bool:
     """Whether running ``skill`` from ``state`` (a world or its snapshot) leaves it as it is:
     a ``find`` of what stands where the robot is, a ``go to`` where it already is."""
     from saycan_ros.core.world import effect_holds
-    return skill.kind in ("navigate", "navigate_to_object") and effect_holds(state, skill)
+    return skill.kind in NAVIGATIONS and effect_holds(state, skill)
 
 
 def without_no_ops(p: np.ndarray, skills: Sequence, state) -> np.ndarray:
@@ -167,8 +169,7 @@ def distinct_outcomes(offered: Sequence[int], skills: Sequence, state) -> list[i
     ends: dict[str, set] = {}            # where a kept navigation ends -> the things it names
     for i in offered:
         skill = skills[i]
-        end = target_location(state, skill) if skill.kind in ("navigate",
-                                                              "navigate_to_object") else None
+        end = target_location(state, skill) if skill.kind in NAVIGATIONS else None
         if end is not None:
             names = {skill.object} if skill.kind == "navigate_to_object" else set()
             if end in ends and len(ends[end] | names) <= 1:

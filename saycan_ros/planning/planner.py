@@ -479,7 +479,8 @@ class Planner:
                         offered: list[int], policy: str) -> tuple[list[int], str]:
         """The options after reading the instruction (:mod:`~saycan_ros.planning.wording`): a
         description that fits several things and that no step settled asks which one (once per
-        set of readings); a set of finds the person left to the robot is the likeliest."""
+        set of readings); a set of finds (or picks of what the words describe) the person left
+        to the robot is the likeliest."""
         candidates = [self.skills.get(text) for text in record.skills]
         history = [self.skills.get(text) for text in result.plan if text in self.skills]
         readings = self.wording.readings(result.instruction, history, candidates, p, state)

@@ -12,7 +12,9 @@ things that matter are in the words, not in the scores:
   thing and the person asked for *any* ("a soda", "some chips", "something to drink", "every
   bag of chips", "two drinks"), named each of them ("the apple and the sponge": the order is
   the robot's), or named nothing at all ("my stomach is growling"), any option is right and
-  the robot acts on the likeliest (:meth:`Wording.left_to_robot`).
+  the robot acts on the likeliest (:meth:`Wording.left_to_robot`). So too when some options
+  ``pick up`` what lies at hand, if the person asked for any and each option's thing is one
+  the words describe ("a soda": pick up the coke can, pick up the 7up can, find a pepsi can).
 
 A description fits a thing when each of its words is a word of the thing's name, its
 category or its attributes in the kitchen file (singular or plural as written): "the chips"
@@ -264,15 +266,44 @@ class Wording:
         kept = [i for i, s in enumerate(options) if getattr(s, "object", None) not in out]
         return kept or list(range(len(options)))
 
+    def described(self, instruction: str) -> frozenset[str]:
+        """The objects the instruction's words describe: for each longest run of the kitchen's
+        words (at most three) that fits objects, those objects ("a healthy snack": the
+        healthy snacks, not every healthy thing; "two drinks": every drink)."""
+        words = _WORD.findall(instruction.lower())
+        out: set[str] = set()
+        i = 0
+        while i < len(words):
+            for n in (3, 2, 1):
+                run = words[i:i + n]
+                if len(run) < n or not all(w in self.vocabulary or singular(w) in
+                                           self.vocabulary for w in run):
+                    continue
+                objects = [t for t in self._fits(run)[0] if self.things[t][0] == "object"]
+                if objects:
+                    out.update(objects)
+                    i += n
+                    break
+            else:
+                i += 1
+        return frozenset(out)
+
     def left_to_robot(self, instruction: str, options: Sequence, state: Any = None) -> bool:
         """Whether any of ``options`` (skills) is what the person asked for: each is a ``find``
         of a different thing, no description leaves two of them open, each is where "from the
         L" says (when the state is known), and the instruction asks for any ("a", "some",
         "every", a number ...), names each of them alone, or names no thing and points
-        at none ("my stomach is growling", not "bring me that" or "bring me the cola")."""
+        at none ("my stomach is growling", not "bring me that" or "bring me the cola").
+        Options that ``pick up`` a thing count too where the instruction asks for any and
+        each option's thing is one its words describe (:meth:`described`): a pick is not a
+        habit of a model that names nothing, as a find may be."""
         things = [self._names(s) for s in options]
-        if len(options) < 2 or any(s.kind != "navigate_to_object" for s in options) \
+        kinds = {s.kind for s in options}
+        if len(options) < 2 or not kinds <= {"navigate_to_object", "pick"} \
                 or len(set(things)) < len(things):
+            return False
+        if "pick" in kinds and not (ANY_CUES.search(instruction.lower())
+                                    and set(things) <= self.described(instruction)):
             return False
         open_ = self.descriptions(instruction, state)
         if any(len(set(d.fits) & set(things)) > 1 for d in open_):

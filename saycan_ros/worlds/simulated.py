@@ -27,7 +27,7 @@ from saycan_ros.sim.world import KitchenWorld
 from saycan_ros.skills.navigation import GridMap, Navigator
 from saycan_ros.skills.place.controller import PlaceController
 from saycan_ros.worlds.closed_loop import drive, place_in_sim
-from saycan_ros.core.skills import Skill
+from saycan_ros.core.skills import NAVIGATIONS, Skill
 from saycan_ros.core.world import SkillOutcome, WorldSnapshot, target_location
 
 MAX_ACTIONS = 50          # per manipulation skill, as in the gym environments
@@ -84,7 +84,7 @@ class SimulatedKitchen:
                              self.objects)
 
     def execute(self, skill: Skill) -> SkillOutcome:
-        if skill.kind in ("navigate", "navigate_to_object"):
+        if skill.kind in NAVIGATIONS:
             target = target_location(self, skill)
             if target is None:
                 return SkillOutcome(False, f"cannot {skill.text}: the "

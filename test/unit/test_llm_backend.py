@@ -665,3 +665,14 @@ def test_bench_scoring_refuses_bad_arguments_before_loading(capsys):
     assert "'nope' is not a shipped model" in capsys.readouterr().err
     assert main(["bench", "scoring", "--naive-steps", "0"]) == 2
     assert "must be >= 1" in capsys.readouterr().err
+
+
+def test_the_bench_names_the_instructions_torch_uses_and_any_cap(monkeypatch):
+    from saycan_ros.evaluation.bench_scoring import cpu_description, format_cpu
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    monkeypatch.delenv("ATEN_CPU_CAPABILITY", raising=False)
+    cpu = cpu_description()
+    assert cpu["isa_caps"] == {"ONEDNN_MAX_CPU_ISA": "AVX2"}
+    assert cpu["torch_isa"] in ("DEFAULT", "VSX", "ZVECTOR", "AVX2", "AVX512", "SVE256", "")
+    line = format_cpu(cpu, 2)
+    assert line.endswith("capped: ONEDNN_MAX_CPU_ISA=AVX2") and "2 torch threads" in line

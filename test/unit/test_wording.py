@@ -150,8 +150,29 @@ def test_a_choice_left_to_the_robot(wording, vocabulary):
     assert not wording.left_to_robot("Bring me all the drinks from the far counter.",
                                      _skills(vocabulary, ["find a coke can",
                                                           "find a water bottle"]), state)
+    # picks of what lies at hand: only where the person asked for any of what the words say
     mixed = _skills(vocabulary, ["find a coke can", "pick up the pepsi can"])
-    assert not wording.left_to_robot("Bring me a soda.", mixed, state)
+    assert wording.left_to_robot("Bring me a soda.", mixed, state)
+    assert wording.left_to_robot("I'd like a pair of colas.", mixed, state)
+    assert not wording.left_to_robot("My stomach is growling.", mixed, state)  # names nothing
+    assert not wording.left_to_robot("Bring me the cola.", mixed, state)
+    with_water = _skills(vocabulary, ["find a coke can", "pick up the water bottle"])
+    assert not wording.left_to_robot("Bring me a soda.", with_water, state)   # water: no soda
+    snacks = _skills(vocabulary, ["pick up the energy bar", "find the multigrain chips"])
+    assert wording.left_to_robot("I want a healthy snack.", snacks, state)
+    assert not wording.left_to_robot("I want a healthy snack.", _skills(
+        vocabulary, ["pick up the green tea", "find the multigrain chips"]), state)
+    assert not wording.left_to_robot("Bring me a soda.", _skills(
+        vocabulary, ["pick up the coke can", "go to the table"]), state)
+
+
+def test_what_the_words_describe(wording):
+    assert wording.described("I want a healthy snack.") == \
+        {"apple", "orange", "multigrain chips", "energy bar"}    # not the green tea
+    assert wording.described("Bring me two sodas and the sponge.") >= \
+        {"coke can", "7up can", "sponge"}
+    assert "water bottle" not in wording.described("Bring me two sodas and the sponge.")
+    assert wording.described("My stomach is growling.") == set()
 
 
 class Sure:
