@@ -113,8 +113,9 @@ DESCRIPTIONS = {
     "ask_reads_words": "with asking on, the instruction's words overrule the conformal set "
                        "where scores cannot tell: a definite description that fits several "
                        "things ('the chips', three bags) is asked about until a step names one; "
-                       "finds of things the person left to the robot ('a soda', 'some chips') "
-                       "are not (saycan_ros.planning.wording); false: the scores alone",
+                       "finds of things the person left to the robot ('a soda', 'some chips'), "
+                       "or picks of things its words describe, are not "
+                       "(saycan_ros.planning.wording); false: the scores alone",
 }
 
 
