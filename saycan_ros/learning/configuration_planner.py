@@ -89,6 +89,10 @@ class PlannerTrainConfig:
     # The attention kernel while training: auto = eager on the CPU (for dialogues of ~250
     # tokens its backward is faster than the CPU flash kernel's), sdpa on a GPU.
     attention: str = "auto"
+    # Most padded tokens one forward/backward pass holds: a longer batch is run in parts whose
+    # gradients add up to the batch's (the same loss, less memory; 0 = the batch at once).
+    # Long built-in scene lines made a batch of 8 need more than 24 GB with Qwen 0.5B.
+    max_batch_tokens: int = 0
 
     def __post_init__(self):
         from saycan_ros.learning.modeling_common import DEVICES
@@ -99,6 +103,9 @@ class PlannerTrainConfig:
         for name in ("epochs", "batch_size", "threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: expected at least 1, got {getattr(self, name)!r}")
+        if self.max_batch_tokens < 0:
+            raise ValueError(f"max_batch_tokens: expected 0 (off) or more, got "
+                             f"{self.max_batch_tokens!r}")
         if not self.lr > 0 or self.warmup < 0:
             raise ValueError(f"lr must be > 0 and warmup >= 0 (got {self.lr!r}, {self.warmup!r})")
 

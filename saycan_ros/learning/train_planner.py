@@ -86,6 +86,42 @@ def _collate(examples, index, pad_id: int):
     return ids, mask, flags
 
 
+def micro_batches(mask, max_tokens: int) -> list[slice]:
+    """Consecutive rows of a padded batch whose padded size (rows x their longest) stays within
+    ``max_tokens`` (one row at least); the whole batch when ``max_tokens`` is 0."""
+    lengths = [int(n) for n in mask.sum(dim=1)]
+    if not max_tokens:
+        return [slice(0, len(lengths))]
+    parts, start, longest = [], 0, 0
+    for row, n in enumerate(lengths):
+        if row > start and (row - start + 1) * max(longest, n) > max_tokens:
+            parts.append(slice(start, row))
+            start, longest = row, 0
+        longest = max(longest, n)
+    parts.append(slice(start, len(lengths)))
+    return parts
+
+
+def batch_option_loss(causal_lm, ids, mask, flags, max_tokens: int, autocast_ctx) -> float:
+    """The batch's mean option-token loss, back-propagated in parts of at most ``max_tokens``
+    padded tokens (:func:`micro_batches`): each part's mean loss weighted by its share of the
+    batch's option tokens, so the gradients add up to the whole batch's."""
+    total = int(flags[:, 1:].sum())
+    if total == 0:
+        return 0.0
+    value = 0.0
+    for rows in micro_batches(mask, max_tokens):
+        width = int(mask[rows].sum(dim=1).max())          # right-padded: drop the part's padding
+        part = [t[rows, :width] for t in (ids, mask, flags)]
+        if not bool(part[2][:, 1:].any()):
+            continue
+        with autocast_ctx():
+            loss, _, count = option_loss(causal_lm, *part)
+        (loss * (count / total)).backward()
+        value += float(loss) * count / total
+    return value
+
+
 def _init_adapter(name: str) -> Path | None:
     """The adapter folder to continue from (``init_adapter``): an absolute path, a path in the
     source checkout (``training/planner_qwen05_kh2``: the parents of shipped adapters live in
@@ -263,13 +299,12 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
         for group in optimiser.param_groups:
             group["lr"] = cfg.train.lr * cosine_lr(step, total, cfg.train.warmup)
         ids, mask, flags = (t.to(device) for t in _collate(examples, index, pad_id))
-        with autocast(precision, device):
-            loss, _, _ = option_loss(causal_lm, ids, mask, flags)
-        loss.backward()
+        loss = batch_option_loss(causal_lm, ids, mask, flags, cfg.train.max_batch_tokens,
+                                 lambda: autocast(precision, device))
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         optimiser.step()
         optimiser.zero_grad(set_to_none=True)
-        losses.append(loss.item())
+        losses.append(loss)
         tokens += int(mask.sum())
         bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3f}")
         stopping = stop is not None and stop.is_set() and step + 1 < total
@@ -378,7 +413,8 @@ def _save_checkpoint(path: Path, step: int, params, optimiser, losses, tokens, c
 
 #: Settings a resumed run may change: where and how fast the same arithmetic runs (a run
 #: started on the CPU may finish on a GPU, or with the attention kernel that fits in memory).
-RESUME_FREE = {"train": ("attention", "device", "threads", "checkpoint_every")}
+RESUME_FREE = {"train": ("attention", "device", "threads", "checkpoint_every",
+                         "max_batch_tokens")}
 
 
 def _resume_key(config: dict | None) -> dict | None:

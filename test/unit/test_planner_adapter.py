@@ -521,6 +521,50 @@ def test_the_training_loss_is_the_same_with_eager_and_sdpa_attention(kitchen, sk
     assert abs(losses["sdpa"] - losses["eager"]) < 1e-4 and losses["sdpa"] > 0
 
 
+def test_micro_batches_keep_each_part_within_the_token_budget():
+    import torch
+    from saycan_ros.learning.train_planner import micro_batches
+    mask = torch.zeros((5, 10), dtype=torch.long)
+    for row, n in enumerate((3, 4, 4, 6, 10)):
+        mask[row, :n] = 1
+    assert micro_batches(mask, 0) == [slice(0, 5)]
+    assert micro_batches(mask, 12) == [slice(0, 3), slice(3, 4), slice(4, 5)]
+    assert micro_batches(mask, 5) == [slice(i, i + 1) for i in range(5)]   # one row at least
+    assert micro_batches(mask, 100) == [slice(0, 5)]
+
+
+@pytest.mark.timeout(300)
+def test_a_batch_in_parts_gives_the_gradient_of_the_whole_batch(kitchen, skills, lexicon):
+    """train.max_batch_tokens changes the memory, not the step: the loss and the gradients of
+    a batch of real dialogues run in parts agree with the batch at once (fp32)."""
+    from saycan_ros.learning.modeling_common import autocast
+    from saycan_ros.learning.train_planner import (_collate, batch_option_loss, encode_dialogue,
+                                                   micro_batches)
+    from saycan_ros.llm.models import load_causal_lm
+    from saycan_ros.llm.transformers_backend import leading_special_ids
+    model, tokenizer, _ = load_causal_lm("smollm2-135m", "float32")
+    trained = model.model.layers[-1].mlp.down_proj.weight
+    for p in model.parameters():
+        p.requires_grad_(p is trained)
+    prompt = load_prompt("prompt_adapter_step.yaml")
+    dialogues = PlanDataGenerator(kitchen, skills, lexicon, seed=5, scene_refresh=True).dialogues(3)
+    examples = [seq for d in dialogues
+                for seq in encode_dialogue(tokenizer, prompt, d, leading_special_ids(tokenizer))]
+    index = sorted(range(len(examples)), key=lambda i: len(examples[i][0]))
+    ids, mask, flags = _collate(examples, index, 0)
+    budget = int(mask.sum(dim=1).max())               # one long row per part
+    assert len(micro_batches(mask, budget)) > 1
+    results = []
+    for max_tokens in (0, budget):
+        trained.grad = None
+        loss = batch_option_loss(model, ids, mask, flags, max_tokens, lambda: autocast("fp32"))
+        results.append((loss, trained.grad.clone()))
+    (whole, g_whole), (parts, g_parts) = results
+    assert whole > 0 and abs(whole - parts) < 1e-5
+    # padding and summation order differ: float rounding, not another step
+    assert float((g_whole - g_parts).norm() / g_whole.norm()) < 1e-4
+
+
 @pytest.mark.timeout(300)
 def test_bench_training_times_every_arm_on_the_same_batches(tmp_path, capsys):
     """`saycan bench training` on a tiny configuration: each arm is timed, the two dropout-0.05
