@@ -295,8 +295,9 @@ class Wording:
         "every", a number ...), names each of them alone, or names no thing and points
         at none ("my stomach is growling", not "bring me that" or "bring me the cola").
         Options that ``pick up`` a thing count too where the instruction asks for any and
-        each option's thing is one its words describe (:meth:`described`): a pick is not a
-        habit of a model that names nothing, as a find may be."""
+        each option's thing is one its words describe (:meth:`described`); a need that
+        names nothing still asks about picks (of what lies at hand the model's guess is
+        often confidently wrong: "My throat feels so dry." -> the rice chips first)."""
         things = [self._names(s) for s in options]
         kinds = {s.kind for s in options}
         if len(options) < 2 or not kinds <= {"navigate_to_object", "pick"} \
