@@ -118,13 +118,13 @@ def batch_option_loss(causal_lm, ids, mask, flags, max_tokens: int, autocast_ctx
         with autocast_ctx():
             loss, _, count = option_loss(causal_lm, *part)
         (loss * (count / total)).backward()
-        value += float(loss) * count / total
+        value += float(loss.detach()) * count / total
     return value
 
 
 def _init_adapter(name: str) -> Path | None:
     """The adapter folder to continue from (``init_adapter``): an absolute path, a path in the
-    source checkout (``training/planner_qwen05_kh2``: the parents of shipped adapters live in
+    source checkout (``training/planner_smollm2_v6``: the parents of shipped adapters live in
     ``training/``, not in ``models/``), or a folder under ``models/``."""
     from saycan_ros.core.config import ConfigError
     if not name:
@@ -287,10 +287,11 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
     schedule = [b for _ in range(cfg.train.epochs) for b in _batches(examples, cfg.train.batch_size, rng)]
     total = len(schedule)
     peft_model.train()
-    losses, tokens, first = [], 0, 0
+    losses, tokens, first, earlier = [], 0, 0, 0.0
     checkpoint = out / CHECKPOINT
     if resume and checkpoint.is_file():
-        first, losses, tokens = _load_checkpoint(checkpoint, params, optimiser, cfg, seed, digest)
+        first, losses, tokens, earlier = _load_checkpoint(checkpoint, params, optimiser, cfg,
+                                                          seed, digest)
     bar = tqdm(range(first, total), desc="train planner", unit="batch", disable=not progress)
     for step in bar:
         index = schedule[step]
@@ -310,11 +311,11 @@ def train_planner(config_path=None, seed: int = 0, out=None, overrides=None,
         stopping = stop is not None and stop.is_set() and step + 1 < total
         if stopping or ((step + 1) % cfg.train.checkpoint_every == 0 and step + 1 < total):
             _save_checkpoint(checkpoint, step + 1, params, optimiser, losses, tokens, cfg, seed,
-                             digest)
+                             digest, earlier + time.perf_counter() - started)
         if stopping:
             bar.close()
             return {"stopped_at": step + 1, "steps": total, "checkpoint": str(checkpoint)}
-    train_seconds = time.perf_counter() - started
+    train_seconds = earlier + time.perf_counter() - started     # every sitting's
 
     # held out: dialogues of another generator seed, top-1 of each option token (teacher forced)
     peft_model.eval()
@@ -397,13 +398,13 @@ def dialogues_digest(dialogues) -> str:
 
 
 def _save_checkpoint(path: Path, step: int, params, optimiser, losses, tokens, cfg, seed,
-                     digest: str = "") -> None:
+                     digest: str = "", seconds: float = 0.0) -> None:
     """Everything the rest of the run depends on, written atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {"step": step, "params": [p.detach().clone() for p in params],
              "optimiser": optimiser.state_dict(), "losses": list(losses), "tokens": tokens,
              "torch_rng": torch.get_rng_state(), "config": to_dict(cfg), "seed": seed,
-             "dialogues_sha256": digest}
+             "dialogues_sha256": digest, "seconds": seconds}
     if torch.cuda.is_available():
         state["cuda_rng"] = torch.cuda.get_rng_state_all()
     tmp = path.with_suffix(".tmp")
@@ -429,7 +430,7 @@ def _resume_key(config: dict | None) -> dict | None:
 
 
 def _load_checkpoint(path: Path, params, optimiser, cfg, seed,
-                     digest: str = "") -> tuple[int, list, int]:
+                     digest: str = "") -> tuple[int, list, int, float]:
     from saycan_ros.core.config import ConfigError
     state = torch.load(path, map_location="cpu", weights_only=True)
     if _resume_key(state.get("config")) != _resume_key(to_dict(cfg)) or state.get("seed") != seed:
@@ -446,4 +447,5 @@ def _load_checkpoint(path: Path, params, optimiser, cfg, seed,
     torch.set_rng_state(state["torch_rng"])
     if "cuda_rng" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda_rng"])
-    return int(state["step"]), list(state["losses"]), int(state["tokens"])
+    return (int(state["step"]), list(state["losses"]), int(state["tokens"]),
+            float(state.get("seconds", 0.0)))     # checkpoints before 2026-12-07 lack seconds

@@ -476,8 +476,12 @@ def test_a_run_resumes_only_on_the_dialogues_it_started_with(tmp_path):
     cfg, param = PlannerAdapterConfig.load(), torch.nn.Parameter(torch.zeros(2))
     optimiser = torch.optim.AdamW([param])
     path = tmp_path / "checkpoint.pt"
-    _save_checkpoint(path, 3, [param], optimiser, [1.0], 10, cfg, 0, dialogues_digest([one]))
-    assert _load_checkpoint(path, [param], optimiser, cfg, 0, dialogues_digest([one]))[0] == 3
+    _save_checkpoint(path, 3, [param], optimiser, [1.0], 10, cfg, 0, dialogues_digest([one]),
+                     seconds=12.5)
+    # the step to go on from, and the time spent so far (a run's report counts every sitting)
+    step, _, _, seconds = _load_checkpoint(path, [param], optimiser, cfg, 0,
+                                           dialogues_digest([one]))
+    assert (step, seconds) == (3, 12.5)
     with pytest.raises(ConfigError, match="other dialogues"):
         _load_checkpoint(path, [param], optimiser, cfg, 0, dialogues_digest([other]))
 
@@ -733,7 +737,9 @@ def test_retrieval_pool_holds_no_evaluation_instruction(kitchen, skills):
 def test_training_can_continue_an_adapter_and_records_which():
     from saycan_ros.core.config import ConfigError
     from saycan_ros.learning.configuration_planner import PlannerAdapterConfig
-    from saycan_ros.learning.train_planner import _adapter_identity, _init_adapter, shipped_adapter
+    from saycan_ros.learning._config_util import to_dict
+    from saycan_ros.learning.train_planner import (_adapter_identity, _init_adapter, _resume_key,
+                                                   shipped_adapter)
     assert _init_adapter("") is None
     with pytest.raises(ConfigError, match="no adapter"):
         _init_adapter("no_such_adapter")
@@ -741,13 +747,18 @@ def test_training_can_continue_an_adapter_and_records_which():
     identity = _adapter_identity(shipped)
     assert identity["folder"] == "planner_smollm2" and len(identity["sha256"]) == 64
     assert identity["data_version"] == json.loads((shipped / "planner.json").read_text())["data_version"]
-    # each shipped adapter's recipe starts from its parent, kept in the checkout's training/
-    for recipe in (None, SMALL_RECIPE):      # config/learning.yaml: the default model's
-        cfg = PlannerAdapterConfig.load(recipe)
-        parent = _init_adapter(cfg.init_adapter)
-        assert parent.parent.name == "training" and (parent / "adapter_model.safetensors").is_file()
-        record = json.loads((MODELS / shipped_adapter(cfg.base_model) / "planner.json").read_text())
-        assert record["init_adapter"]["sha256"] == _adapter_identity(parent)["sha256"]
+    # the default model's adapter is remade from scratch by config/learning.yaml's recipe: the
+    # one its record was trained with (up to where and how fast it ran)
+    cfg = PlannerAdapterConfig.load()
+    record = json.loads((MODELS / shipped_adapter(cfg.base_model) / "planner.json").read_text())
+    assert cfg.init_adapter == "" and record["init_adapter"] is None
+    assert _resume_key(record["config"]) == _resume_key(to_dict(cfg))
+    # SmolLM2's recipe starts from its parent, kept in the checkout's training/
+    cfg = PlannerAdapterConfig.load(SMALL_RECIPE)
+    parent = _init_adapter(cfg.init_adapter)
+    assert parent.parent.name == "training" and (parent / "adapter_model.safetensors").is_file()
+    record = json.loads((MODELS / shipped_adapter(cfg.base_model) / "planner.json").read_text())
+    assert record["init_adapter"]["sha256"] == _adapter_identity(parent)["sha256"]
 
 
 def test_the_step_prompt_sets_the_scorers_scene_refresh_flag():
