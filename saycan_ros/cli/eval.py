@@ -107,7 +107,8 @@ def cmd_eval(args) -> int:
                         0 if args.world == "symbolic" else 2)
     jobs = [EvalJob(model, strategy, llm, affordance_file or "", args.max_steps, args.world,
                     args.seed, world_options, max_failures, fault_rate, not args.no_prune,
-                    kitchen_file, ask, not args.no_refuse)
+                    kitchen_file, ask, not args.no_refuse,
+                    skill_reliability=args.skill_reliability)
             for model in models for strategy in strategies]
     jsonl = open(args.jsonl, "a", encoding="utf-8") if args.jsonl else None
 
@@ -146,6 +147,13 @@ def cmd_eval(args) -> int:
             print(f"{report.strategy} ({report.model}): {report.help_line()}")
     print(reports[0].summary_line())
     return 0
+
+
+def _unit_interval(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
+    return value
 
 
 def _ask_setting(args, strategies, models) -> tuple[dict, str]:
@@ -216,6 +224,10 @@ def register(sub) -> None:
     ev.add_argument("--no-prune", action="store_true",
                     help="saycan: the language model scores every skill, not only those that "
                          "can run (the same choices, slower; for comparing scores)")
+    ev.add_argument("--skill-reliability", type=_unit_interval, default=0.95,
+                    help="saycan: the chance that a skill which can succeed does; a failure "
+                         "updates that skill's affordance by Bayes' rule until the next success "
+                         "(0: failures change nothing)")
     ev.add_argument("--jobs", type=int, default=1,
                     help="worker processes sharing the runs in chunks of tasks (symbolic or sim "
                          "world; same results as one process)")

@@ -129,7 +129,9 @@ def run_eval_skill_pick(args):
     for obj, v in result["per_object"].items():
         report.groups[obj] = [v["success"], v["episodes"]]
     report.extra = {"weights": result["weights"], "env seeds": result["env_seeds"],
-                    "mean episode length": round(result["mean_length"], 1)}
+                    "mean episode length": round(result["mean_length"], 1),
+                    "by location": ", ".join(f"{where} {v['success']}/{v['episodes']}" for where, v
+                                             in result["per_location"].items())}
     return report
 
 

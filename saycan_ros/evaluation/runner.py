@@ -32,6 +32,7 @@ class EvalJob:
     kitchen_file: str = ""                 # "" = the built-in kitchen
     ask: dict = field(default_factory=dict)   # when to ask: planning.asking.make_ask_policy
     refuse: bool = True                    # "I can't ...": planning.refusal, as the planner node
+    skill_reliability: float = 0.95        # saycan: a failure's evidence against an affordance
 
 
 def strategy_resources(vocabulary, scorer, seed: int):
@@ -63,7 +64,8 @@ def _evaluate(job: EvalJob, tasks, vocabulary, scorer, resources, on_task=None,
                     strategy=job.strategy, model_name=job.model, max_steps=job.max_steps,
                     world=job.world, seed=job.seed, on_task=on_task, progress=progress,
                     max_failures=job.max_failures, fault_rate=job.fault_rate,
-                    strategy_options={"prune": job.prune},
+                    strategy_options={"prune": job.prune,
+                                      "skill_reliability": job.skill_reliability},
                     ask_policy=make_ask_policy(job.ask, getattr(backend, "name", "")),
                     refuse=refusals.why_not if refusals is not None else None,
                     wording=Wording.from_kitchen(vocabulary.kitchen)

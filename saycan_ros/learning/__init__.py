@@ -32,3 +32,12 @@ def resolve_model(path: str | os.PathLike | None, default_name: str) -> Path:
     if path.exists() or path.is_absolute():
         return path
     return models_dir() / path
+
+
+def resolve_output(path: str | os.PathLike | None, default_name: str) -> Path:
+    """Where a training run writes: a bare file name inside :func:`models_dir`, a path with a
+    folder in it as given (``--out build/run1/bc_pick.pt`` lands in ``./build/run1``)."""
+    if path is None or str(path) == "":
+        return models_dir() / default_name
+    path = Path(path)
+    return path if path.is_absolute() or path.parent != Path(".") else models_dir() / path

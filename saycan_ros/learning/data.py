@@ -27,15 +27,15 @@ from saycan_ros.learning import PICK_TEMPLATE, cache_dir
 from saycan_ros.learning._config_util import fingerprint
 from saycan_ros.robot.cameras import EE_VIEW_ZOOM, HEAD_CAMERA_SIZE
 
-DATA_VERSION = 6                      # bump when rendering or the expert change (5: close rule;
-# 6: the end-effector view black beyond the head frame)
+DATA_VERSION = 7                      # bump when rendering or the expert change (5: close rule;
+# 6: the end-effector view black beyond the head frame; 7: the user's stand a pick location)
 MAX_STEPS = 50
 #: Other objects beside the target at its location (the task scenes hold up to 7 in all). One
 #: default for demonstrations, rollouts and evaluations: a start re-created with another range
 #: is another scene.
 SCENE_DISTRACTORS = (1, 6)
 #: Why a pick start is impossible. The env's own reasons, plus "away": the robot stands where
-#: no pick location is (the trash can, the user, the middle of the floor): the object is not in view.
+#: no pick location is (the trash can, the middle of the floor): the object is not in view.
 PICK_REASONS = ("absent", "holding", "out_of_reach", "away", "holding_target")
 EVAL_SEED_BASE = 900_000_000
 
@@ -113,9 +113,8 @@ def reset_to(env, spec: StartSpec):
     rng = np.random.default_rng([spec.seed, 7])
     w = env.world
     others = [n for n in w.present]
-    choice = int(rng.integers(3))
-    if choice < 2:
-        where = ("trash can", "user")[choice]
+    if rng.integers(2) == 0:
+        where = "trash can"
         robot_at, placements = where, {n: where for n in others}
     else:                    # the open floor west of the table, facing anywhere
         where = ""
@@ -302,6 +301,7 @@ class Rollouts:
     success: np.ndarray
     length: np.ndarray
     steps: dict | None = None
+    locations: list[str] | None = None    # where each episode's scene was laid out
 
     def summary(self) -> dict:
         feas = np.array([s.feasible for s in self.specs])
@@ -331,6 +331,7 @@ def rollout(policy: PolicyFn, specs: Sequence[StartSpec], n_envs: int = 16, reco
             for _ in range(n_envs)]
     success = np.zeros(len(specs), bool)
     length = np.zeros(len(specs), np.int16)
+    locations = [""] * len(specs)
     rec: dict[str, list] = {k: [] for k in ("images", "ee_images", "states", "skills", "actions",
                                             "labels", "aux", "pix", "episode", "step")}
     slots: list[dict | None] = [None] * n_envs
@@ -344,6 +345,7 @@ def rollout(policy: PolicyFn, specs: Sequence[StartSpec], n_envs: int = 16, reco
             return
         env = envs[k]
         obs, info = reset_to(env, specs[i])
+        locations[i] = str(info.get("location", ""))
         rng = np.random.default_rng([specs[i].seed, 2])
         slots[k] = {"i": i, "obs": obs, "t": 0, "rng": rng, "sigma": float(rng.uniform(*noise)),
                     "expert": (PickExpert(env.world, env.episode["object"], undershoot=undershoot)
@@ -398,7 +400,7 @@ def rollout(policy: PolicyFn, specs: Sequence[StartSpec], n_envs: int = 16, reco
             steps["labels"] = np.asarray(rec["labels"], np.float32).reshape(-1, 5)
             steps["aux"] = np.asarray(rec["aux"], np.float32).reshape(-1, 3)
             steps["pix"] = np.asarray(rec["pix"], np.float32).reshape(-1, 6 if ee_view else 4)
-    return Rollouts(specs, success, length, steps)
+    return Rollouts(specs, success, length, steps, locations)
 
 
 def specs_to_arrays(specs: Sequence[StartSpec]) -> dict:

@@ -47,6 +47,10 @@ def eval_skill_pick(episodes_per_object: int = 20, seed: int = 0, weights=None, 
     for obj in objects:
         m = np.array([s.object == obj for s in specs])
         per_object[obj] = {"success": int(roll.success[m].sum()), "episodes": int(m.sum())}
+    per_location = {}
+    for where in sorted(set(roll.locations)):
+        m = np.array([loc == where for loc in roll.locations])
+        per_location[where] = {"success": int(roll.success[m].sum()), "episodes": int(m.sum())}
     k, n = int(roll.success.sum()), len(specs)
     result = {"skill": "pick", "weights": path.name, "seed": seed,
               "env_seeds": [base, base + len(specs) - 1], "episodes_per_object": episodes_per_object,
@@ -55,7 +59,7 @@ def eval_skill_pick(episodes_per_object: int = 20, seed: int = 0, weights=None, 
               "min_object_rate": min(v["success"] / v["episodes"] for v in per_object.values()),
               "mean_length": float(roll.length.mean()),
               "mean_length_success": float(roll.length[roll.success].mean()) if k else None,
-              "per_object": per_object, "seconds": round(time.time() - t, 1)}
+              "per_object": per_object, "per_location": per_location, "seconds": round(time.time() - t, 1)}
     if record:
         from saycan_ros.learning.train_bc import update_record
         update_record(path, "eval_skill_pick", result)

@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 
 from saycan_ros.core.config import ConfigError
-from saycan_ros.learning import resolve_model
+from saycan_ros.learning import resolve_output
 from saycan_ros.learning._config_util import with_overrides
 from saycan_ros.learning.configuration_bc import BCConfig
 
@@ -52,7 +52,7 @@ def train_bc(config_path=None, seed: int = 0, out=None, overrides: dict | None =
     cfg = with_overrides(BCConfig.load(config_path), overrides)   # "train.steps": 100
     check_sampling(dict(cfg.train.oversample), cfg.train.grasp_weight)
     precision = resolve_precision(cfg.train.precision)   # rejects an unknown one up front
-    out = resolve_model(out, DEFAULT_OUT)
+    out = resolve_output(out, DEFAULT_OUT)
     torch.set_num_threads(cfg.train.threads)
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)

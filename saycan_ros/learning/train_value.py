@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 
 from saycan_ros.core.config import ConfigError
-from saycan_ros.learning import resolve_model
+from saycan_ros.learning import resolve_model, resolve_output
 from saycan_ros.learning._config_util import with_overrides
 from saycan_ros.learning.configuration_value import ValueConfig
 
@@ -120,7 +120,7 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
     if isinstance(elsewhere, bool) or not isinstance(elsewhere, (int, float)) \
             or not 0.0 <= elsewhere <= 1.0:
         raise ConfigError(f"value.data.elsewhere: a share in [0, 1], got {elsewhere!r}")
-    out = resolve_model(out, DEFAULT_OUT)
+    out = resolve_output(out, DEFAULT_OUT)
     policy_path = resolve_model(policy or cfg.data.policy, "bc_pick.pt")
     tc, td = cfg.train, cfg.td
     torch.set_num_threads(tc.threads)

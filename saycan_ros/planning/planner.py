@@ -192,13 +192,49 @@ class SayCanStrategy(Strategy):
     and the softmax over the others keeps their ratios, so the choice is the one the full
     pass makes (checked on the development set: docs/results/scoring.md); pruned skills get
     ``llm`` NaN and are marked in :attr:`Decision.pruned`. ``prune=False`` scores every skill
-    (the language score of each skill is then published, as the paper's figures show it)."""
+    (the language score of each skill is then published, as the paper's figures show it).
+
+    A skill that failed since the last success is evidence against its affordance: each
+    failure updates it by Bayes' rule, ``p' = p (1 - r) / (p (1 - r) + 1 - p)``, with ``r``
+    (``skill_reliability``) the chance that a skill which can succeed does. A value function
+    that rated a pick 0.08 where the object is not does not keep the robot grasping at air
+    while the language model insists; a certain affordance (1) is left as it is, so a missed
+    grasp is still tried again."""
     name = "saycan"
 
     def __init__(self, language: ScoreSource, affordance: ScoreSource | None,
-                 prune: bool = True):
+                 prune: bool = True, skill_reliability: float = 0.95):
         super().__init__(language, affordance)
         self.prune = bool(prune)
+        if not 0.0 <= float(skill_reliability) <= 1.0:
+            raise ValueError(f"skill_reliability must be in [0, 1], got {skill_reliability!r}")
+        self.skill_reliability = float(skill_reliability)
+        self._failures: dict[str, int] = {}
+        self._history_seen = 0
+
+    def reset(self, instruction: str) -> None:
+        super().reset(instruction)
+        self._failures.clear()
+        self._history_seen = 0
+
+    def continue_after_failure(self, record: "StepRecord") -> bool:
+        self._failures[record.selected] = self._failures.get(record.selected, 0) + 1
+        return super().continue_after_failure(record)
+
+    def _after_failures(self, ctx: StepContext, aff: np.ndarray) -> np.ndarray:
+        """``aff`` updated by the failures since the last skill that succeeded."""
+        if len(ctx.history) != self._history_seen:      # a success: the state moved on
+            self._failures.clear()
+            self._history_seen = len(ctx.history)
+        if not self._failures:
+            return aff
+        aff = aff.copy()
+        for i, skill in enumerate(ctx.skills):
+            failed = self._failures.get(skill, 0)
+            if failed and 0.0 < aff[i] < 1.0:
+                kept = aff[i] * (1.0 - self.skill_reliability) ** failed
+                aff[i] = kept / (kept + 1.0 - aff[i])
+        return aff
 
     def decide(self, ctx: StepContext) -> Decision:
         n = len(ctx.skills)
@@ -206,6 +242,7 @@ class SayCanStrategy(Strategy):
                           *self.affordance.score(ctx.instruction, ctx.history, ctx.skills,
                                                  ctx.state_revision),
                           n=n)
+        aff = self._after_failures(ctx, aff)
         runnable = np.flatnonzero(aff > 0.0)
         if not self.prune or len(runnable) in (0, n):
             llm, _ = _checked("language scorer",

@@ -40,7 +40,11 @@ from saycan_ros.sim.world import KitchenWorld
 
 PICK_INFEASIBLE = ("absent", "holding", "out_of_reach", "holding_target")
 PLACE_INFEASIBLE = ("not_holding", "holding_other", "away")
-PICK_LOCATIONS = ("close counter", "far counter", "table")
+#: Where the pick env lays out its scenes: the three surfaces and the user's stand (what the
+#: person hands over or leaves there is picked from it).
+PICK_LOCATIONS = ("close counter", "far counter", "table", "user")
+#: The shelves ``elsewhere`` stocks: the stand stays the person's, not storage.
+STOCK_LOCATIONS = ("close counter", "far counter", "table")
 PLACE_LOCATIONS = ("close counter", "far counter", "table", "trash can", "user")
 MAX_STEPS = 50
 SKILL_CHARSET = string.ascii_lowercase + string.digits + " -'"
@@ -107,9 +111,16 @@ class KitchenSkillEnv(gym.Env):
         location = options.get("location") or locations[int(rng.integers(len(locations)))]
         self.kitchen.location(location)
         reason = self._infeasibility(options.get("infeasible", False), rng)
+        if reason == "out_of_reach" and not self._has_unreachable_slot(location):
+            if options.get("location"):
+                raise ValueError(f"the arm reaches every slot at the {location}: "
+                                 "no out-of-reach start there")
+            location = self._draw_location_with_unreachable_slot(rng)
         others = [n for n in names if n != target]
         rng.shuffle(others)
         count = int(rng.integers(self.distractors[0], self.distractors[1] + 1))
+        if self.task == "pick":   # a small surface (the user's stand): no more than it holds
+            count = min(count, max(0, self._reachable_slots(location) - 1))
         distractors, spare = others[:count], others[count]
         world_seed = int(rng.integers(2 ** 31))
         if self.task == "pick":
@@ -151,6 +162,16 @@ class KitchenSkillEnv(gym.Env):
             raise ValueError(f"infeasible must be a bool or one of {reasons}, got {option!r}")
         return option
 
+    def _reachable_slots(self, location: str) -> int:
+        return sum(slot.reachable is True for slot in self.world.slots(location))
+
+    def _has_unreachable_slot(self, location: str) -> bool:
+        return any(slot.reachable is False for slot in self.world.slots(location))
+
+    def _draw_location_with_unreachable_slot(self, rng) -> str:
+        choices = [loc for loc in PICK_LOCATIONS if self._has_unreachable_slot(loc)]
+        return choices[int(rng.integers(len(choices)))]
+
     def _stock_elsewhere(self, rng, location, leftover, target, spare, reason) -> dict[str, str]:
         """With probability ``elsewhere``: object -> another pick location for the objects that
         are neither at ``location`` nor held (an absent target among them: seen, not reachable).
@@ -160,7 +181,7 @@ class KitchenSkillEnv(gym.Env):
         names = list(leftover) + ([spare] if reason != "holding" else [])
         if reason == "absent":
             names.append(target)
-        shelves = [loc for loc in PICK_LOCATIONS if loc != location]
+        shelves = [loc for loc in STOCK_LOCATIONS if loc != location]
         return {name: shelves[int(rng.integers(len(shelves)))] for name in names}
 
     def _reset_pick(self, target, location, distractors, spare, reason, seed,

@@ -55,7 +55,8 @@ class SayCanCoTStrategy(SayCanStrategy):
     name = "saycan_cot"
 
     def __init__(self, language, affordance, resources: StrategyResources,
-                 prompt_file: str | None = None, max_new_tokens: int = 40, prune: bool = True):
+                 prompt_file: str | None = None, max_new_tokens: int = 40, prune: bool = True,
+                 skill_reliability: float = 0.95):
         resources.require(self.name, "generator")
         self.cot_prompt = load_cot_prompt(prompt_file, resources.skills)
         self.generator = resources.generator
@@ -64,9 +65,11 @@ class SayCanCoTStrategy(SayCanStrategy):
         self.explanation = ""
         self._pending = True
         super().__init__(_ExplainedLanguage(LanguageScorer(resources.generator, self.cot_prompt),
-                                            self), affordance, prune=prune)
+                                            self), affordance, prune=prune,
+                         skill_reliability=skill_reliability)
 
     def reset(self, instruction: str) -> None:
+        super().reset(instruction)
         self.explanation, self._pending = "", True
 
     def stats(self) -> dict:

@@ -78,15 +78,17 @@ def strategy_spec(name: str) -> StrategySpec:
 
 
 def make_strategy(name: str, language: ScoreSource | None, affordance: ScoreSource | None,
-                  resources: Any = None, *, prune: bool = True, **options) -> Strategy:
+                  resources: Any = None, *, prune: bool = True, skill_reliability: float = 0.95,
+                  **options) -> Strategy:
     """Strategy ``name`` over the two score sources; ``resources`` (a StrategyResources) for
-    those that need more. ``prune``: strategies that multiply by the affordance
-    (:attr:`StrategySpec.prunes`) give the language model only the skills that can run;
-    the others ignore it."""
+    those that need more. Strategies that multiply by the affordance
+    (:attr:`StrategySpec.prunes`) take ``prune`` (the language model scores only the skills
+    that can run) and ``skill_reliability`` (a failure's evidence against an affordance, see
+    :class:`~saycan_ros.planning.planner.SayCanStrategy`); the others ignore both."""
     spec = strategy_spec(name)
     cls = spec.load()
     if spec.prunes:
-        options = {"prune": prune, **options}
+        options = {"prune": prune, "skill_reliability": skill_reliability, **options}
     if not spec.needs:
         return cls(language, affordance, **options)
     if resources is None:

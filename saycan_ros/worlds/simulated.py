@@ -182,8 +182,16 @@ class SimulatedKitchen:
         self.tuck_arm()                 # a grasp the policy did not lift far counts once tucked
         if lifted(w, name):
             return SkillOutcome(True, f"holding the {name}")
-        got = f"holding the {w.held} instead" if w.held else "nothing in the gripper"
-        return SkillOutcome(False, f"failed to pick up the {name} after {actions} actions: {got}")
+        failed = f"failed to pick up the {name} after {actions} actions"
+        if w.held is None:
+            return SkillOutcome(False, f"{failed}: nothing in the gripper")
+        # A wrong grasp is undone here, as a robot's pick would: the plan never asked for that
+        # object, and a planner that finds the hand full cannot try the right one again.
+        other, where = w.held, w.robot_location
+        command = place_in_sim(w, self.placer, camera=self.camera, on_step=self.on_step)
+        if command.success and w.held is None and w.objects[other].location == where:
+            return SkillOutcome(False, f"{failed}: it took the {other} and put it back")
+        return SkillOutcome(False, f"{failed}: holding the {other} instead")
 
     def _why_not_pick(self, name: str) -> str:
         w = self.world

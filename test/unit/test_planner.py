@@ -267,6 +267,38 @@ def test_failed_skill_is_retried_within_the_failure_budget(vocabulary):
     assert result.plan == script
 
 
+def test_a_failure_is_evidence_against_an_uncertain_affordance(vocabulary):
+    """A pick the value function rates 0.08 (the object is elsewhere) fails once: SayCan then
+    goes to find the object instead of grasping at air until the failure budget runs out; a
+    certain affordance keeps its retry."""
+
+    class RatedAffordance:             # a value function's uncertain rating of the pick
+        def __init__(self, inner, pick):
+            self.inner, self.pick = inner, pick
+
+        def score(self, instruction, history, skills, min_state_revision=0, scene=""):
+            probs, raw = self.inner.score(instruction, history, skills, min_state_revision)
+            probs = np.array([self.pick if s == "pick up the sponge" else p
+                              for s, p in zip(skills, probs)])
+            return probs, raw
+
+    def insists_on_the_pick(skills):
+        return [0.95 if s == "pick up the sponge" else 0.04 if s == "find a sponge"
+                else 0.01 / (len(skills) - 2) for s in skills]
+
+    for rating, second in ((0.08, "find a sponge"), (1.0, "pick up the sponge")):
+        world = SymbolicWorld(vocabulary.kitchen)
+        affordance = RatedAffordance(LocalAffordance(load_affordance(), world,
+                                                     vocabulary.skills), rating)
+        planner = Planner(vocabulary.skills,
+                          make_strategy("saycan", ScriptedLanguage([], insists_on_the_pick),
+                                        affordance),
+                          WorldExecutor(world, vocabulary.skills), max_failures=2, max_steps=2)
+        result = planner.run("hold the sponge")
+        assert [s.selected for s in result.steps] == ["pick up the sponge", second], rating
+        assert not result.steps[0].success
+
+
 # -- injected faults (issue 23) ---------------------------------------------------------------
 def test_injected_faults_fail_before_the_skill_runs_and_are_seeded(vocabulary):
     from saycan_ros.planning.faults import FaultInjectingExecutor

@@ -271,6 +271,32 @@ def test_simulated_kitchen_executes_an_errand(kitchen):
     assert not failed.success and "holding nothing" in failed.message
 
 
+def test_a_pick_that_grasps_the_wrong_object_puts_it_back(kitchen):
+    """A policy that closes on the neighbour fails the skill and leaves the scene as it was:
+    the plan can try the right object again instead of meeting a full hand."""
+    from saycan_ros.core.skills import load_skills
+    from saycan_ros.core.tasks import TaskInit
+    from saycan_ros.sim.expert import PickExpert
+    from saycan_ros.worlds.simulated import SimulatedKitchen
+
+    init = TaskInit.from_mapping({"robot_at": "table",
+                                  "objects": {"7up can": "table", "green tea": "table"}}, kitchen)
+    sim = SimulatedKitchen(kitchen, init=init, seed=0)
+
+    class GraspsTheTea:                 # the learned policy's interface, the expert's actions
+        def __init__(self, world):
+            self.expert = PickExpert(world, "green tea")
+
+        def act(self, observation):
+            return self.expert.act()
+
+    sim.policy = GraspsTheTea(sim.world)
+    outcome = sim.execute(load_skills(kitchen).get("pick up the 7up can"))
+    assert not outcome.success and "took the green tea and put it back" in outcome.message
+    snap = sim.snapshot()
+    assert snap.holding is None and snap.objects["green tea"] == "table"
+
+
 def test_render_kitchen_png(tmp_path):
     out = tmp_path / "kitchen.png"
     message = render_kitchen(out, seed=0)

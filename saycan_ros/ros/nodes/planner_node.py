@@ -73,6 +73,7 @@ DEFAULTS = {
     "refresh_scene": True,         # scene line re-read after each put-down (the default adapter's
                                    # prompt is scene: step; false for a scene: true adapter)
     "prune": True,                 # saycan: the LLM scores only skills whose affordance is > 0
+    "skill_reliability": 0.95,     # saycan: a failure's evidence against that skill's affordance
     "ask_epsilon": 0.0,            # > 0: ask when the conformal set (coverage 1 - eps) is not one
     "ask_calibration_file": "",    # "" = the default model's (models/ask_calibration_qwen05.json)
     "answer_timeout_s": 60.0,      # a question unanswered this long ends the plan failed
@@ -97,6 +98,10 @@ DESCRIPTIONS = {
     "prune": "saycan: ask the language scorer only for the skills whose affordance is above 0 "
              "(the same choice, fewer tokens; the others are published with llm NaN and "
              "pruned true); false: every skill is scored",
+    "skill_reliability": "saycan: the chance that a skill which can succeed does (0..1); each "
+                         "failure updates that skill's affordance by Bayes' rule until a skill "
+                         "succeeds, so an uncertain pick that failed gives way to a find "
+                         "(0: failures change nothing; an affordance of 1 is kept)",
     "ask_epsilon": "ask the person when the step's conformal prediction set, which holds a "
                    "right next skill with probability 1 - ask_epsilon, holds skills that do "
                    "different things (0: never ask; e.g. 0.15)",
@@ -181,6 +186,9 @@ class PlannerNode(Node):
                              f"saycan eval)")
         if self.params["max_steps"] < 1:
             raise ValueError("max_steps must be at least 1")
+        if not 0.0 <= self.params["skill_reliability"] <= 1.0:
+            raise ValueError(f"skill_reliability must be in [0, 1], got "
+                             f"{self.params['skill_reliability']}")
         self.ask_policy = _ask_policy(self.params)
         kitchen = self.kitchen = load_kitchen(self.params["kitchen_file"] or None)
         self.wording = Wording.from_kitchen(kitchen) \
@@ -373,7 +381,8 @@ class PlannerNode(Node):
         result, error = None, ""
         try:
             strategy = make_strategy(self._strategy, self.language, self.affordance,
-                                     prune=self.params["prune"])
+                                     prune=self.params["prune"],
+                                     skill_reliability=self.params["skill_reliability"])
             with self._plan_lock:                     # a cancel sees it built, or not at all
                 self._planner = Planner(self.skills, strategy, self.executor_client,
                                         max_steps=max_steps,
