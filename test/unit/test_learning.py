@@ -263,6 +263,24 @@ def test_absent_look_alikes_score_low_in_one_scene(env, vocabulary):
     assert np.mean(absent) < 0.2 and max(absent) < 0.5
 
 
+def test_keypoint_gradients_stay_finite_on_a_one_hot_map():
+    """A text-queried map sharp enough to put all its mass on one cell has a spread of 0; the
+    gradient through it must stay finite (sqrt at 0 made the value's encoder training NaN)."""
+    import torch
+    from saycan_ros.learning.modeling_common import SpatialSoftmax
+    torch.manual_seed(0)
+    layer = SpatialSoftmax(8, 4, queries=1, text_dim=16)
+    x = torch.zeros(2, 8, 6, 6)
+    x[:, :, 2, 3] = 1.0
+    layer.log_temperature.data.fill_(-12.0)             # the softmax is one-hot
+    text = torch.ones(2, 16)
+    layer.query.weight.data.fill_(1.0)                  # the query matches the one cell
+    out = layer(x.requires_grad_(), text)
+    (out.sum() + layer.match.sum()).backward()          # match: the value network's input
+    grads = [x.grad, layer.query.weight.grad, layer.log_temperature.grad]
+    assert all(torch.isfinite(g).all() for g in grads)
+
+
 def test_calibration_formula():
     cal = Calibration(0.2, 0.5)                                      # the paper's constants
     np.testing.assert_allclose(cal([0.0, 0.2, 0.35, 0.5, 0.9]), [0.0, 0.0, 0.5, 1.0, 1.0])
