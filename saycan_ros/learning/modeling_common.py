@@ -106,7 +106,7 @@ class SpatialSoftmax(nn.Module):
             mass = pq if pq.shape[-1] == x.shape[-1] else F.adaptive_avg_pool2d(pq, x.shape[-2:]) * (
                 pq.shape[-1] * pq.shape[-2] / (x.shape[-1] * x.shape[-2]))      # per coarse cell
             attended = torch.einsum("bqhw,bchw->bqc", mass, x).flatten(1)
-            # Not clamped at 0: a one-hot map's variance rounds to <= 0, and sqrt's gradient
+            # Clamped above 0, not at 0: a one-hot map's variance rounds to <= 0, and sqrt's gradient
             # there is inf (times clamp's 0: NaN), which ended training the encoder by TD.
             sx = ((pq.sum(2) * xs ** 2).sum(-1) - kx[0] ** 2).clamp_min(1e-12).sqrt()
             sy = ((pq.sum(3) * ys ** 2).sum(-1) - ky[0] ** 2).clamp_min(1e-12).sqrt()
