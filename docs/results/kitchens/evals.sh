@@ -11,7 +11,7 @@ SETS=${3:-dev}
 mkdir -p "$R"
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST ROS_DOMAIN_ID=75
 E=".venv/bin/saycan eval --model ${MODEL:-smollm2-135m} --adapter $A --jobs 2 --threads 1"
-run() { name=$1; shift; echo "== $name"; rm -f "$R/$name.jsonl"; "$@" --jsonl "$R/$name.jsonl" > "$R/$name.txt" 2>&1; tr '\r' '\n' < "$R/$name.txt" | grep -E "^saycan \(|rror" ; }
+run() { name=$1; shift; echo "== $name"; rm -f "$R/$name.jsonl"; "$@" --jsonl "$R/$name.jsonl" > "$R/$name.txt" 2>&1; tr '\r' '\n' < "$R/$name.txt" | grep -E "^plan success|rror" ; }
 for k in workshop nursery cafe; do
   run "$k" $E --tasks "config/dev_kitchens/${k}_tasks.yaml"
 done
