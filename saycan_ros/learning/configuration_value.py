@@ -21,6 +21,13 @@ class ValueDataConfig:
     distractors: tuple[int, int] = (1, 6)  # other objects at the location (task scenes: up to 6)
     elsewhere: float = 0.0                 # share of starts with the other shelves stocked too
     n_envs: int = 16
+    # Per training episode, its first frame again with the pick text of objects missing from its
+    # scene, target 0: nothing absent can be picked, so these need no rollout (see td).
+    absent_relabels: int = 0
+
+    def __post_init__(self):
+        if self.absent_relabels < 0:
+            raise ValueError(f"absent_relabels must be at least 0, got {self.absent_relabels}")
 
 
 @dataclass(frozen=True)
@@ -30,6 +37,15 @@ class TDConfig:
     n_step: int = 4
     tau: float = 0.01                      # target network update rate per step
     initial_fraction: float = 0.25         # share of each batch drawn from episodes' first states
+    absent_fraction: float = 0.0           # share drawn from the absent relabels (data)
+
+    def __post_init__(self):
+        for name in ("initial_fraction", "absent_fraction"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+        if self.initial_fraction + self.absent_fraction >= 1.0:
+            raise ValueError("initial_fraction + absent_fraction must stay under 1, got "
+                             f"{self.initial_fraction} + {self.absent_fraction}")
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,28 @@ def first_observations(rollouts: dict, distractors: tuple[int, int], image_size:
             "skills": skills}
 
 
+def absent_relabels(rollouts: dict, per_episode: int, distractors: tuple[int, int],
+                    image_size: int, elsewhere: float, seed: int) -> tuple[np.ndarray, list[str]]:
+    """(episode, pick text) pairs: for each episode, ``per_episode`` objects that are not where
+    the robot stands (absent from the scene, or on another shelf; drawn without replacement,
+    fewer where fewer are missing). The scenes are re-created by resets, so ``distractors``,
+    ``image_size`` and ``elsewhere`` must be the rollouts' own."""
+    from saycan_ros.learning import data as D
+    env = D.make_pick_env(image_size, tuple(distractors), elsewhere=elsewhere)
+    objects = D.pick_objects()
+    rng = np.random.default_rng(seed)
+    episodes, texts = [], []
+    for e, spec in enumerate(D.specs_from_arrays(rollouts)):
+        _, info = D.reset_to(env, spec)
+        world = env.world
+        here = {n for n in world.present if world.objects[n].location == info["location"]}
+        missing = [o for o in objects if o not in here and o != world.held]
+        for i in rng.permutation(len(missing))[:per_episode]:
+            episodes.append(e)
+            texts.append(f"pick up the {missing[i]}")
+    return np.asarray(episodes, np.int64), texts
+
+
 def train_value(config_path=None, seed: int = 0, out=None, policy=None,
                 overrides: dict | None = None, progress: bool = True,
                 log: Callable[[str], None] = print) -> dict:
@@ -120,6 +142,8 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
     if isinstance(elsewhere, bool) or not isinstance(elsewhere, (int, float)) \
             or not 0.0 <= elsewhere <= 1.0:
         raise ConfigError(f"value.data.elsewhere: a share in [0, 1], got {elsewhere!r}")
+    if cfg.td.absent_fraction and not cfg.data.absent_relabels:
+        raise ConfigError("value.td.absent_fraction needs value.data.absent_relabels > 0")
     out = resolve_output(out, DEFAULT_OUT)
     policy_path = resolve_model(policy or cfg.data.policy, "bc_pick.pt")
     tc, td = cfg.train, cfg.td
@@ -150,22 +174,42 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
     mc_target = (td.gamma ** (length - 1 - t_idx)) * reward       # the episode ends within n steps
     next_index = np.where(ahead, np.arange(len(ep)) + td.n_step, 0)
     first = np.flatnonzero(t_idx == 0)
-    texts = sorted({str(s) for s in train["step_skills"]})
+    # Rows past the recorded steps are absent relabels: an episode's first frame with another
+    # object's text, target 0, never bootstrapped.
+    relabel_episodes, relabel_texts = np.zeros(0, np.int64), []
+    if cfg.data.absent_relabels and td.absent_fraction:
+        relabel_episodes, relabel_texts = absent_relabels(
+            train, cfg.data.absent_relabels, cfg.data.distractors, bc.image_size,
+            cfg.data.elsewhere, seed)
+        log(f"absent relabels: {len(relabel_texts)} (first frame, missing object, target 0)")
+    first_of_episode = np.full(int(ep.max()) + 1, -1, np.int64)
+    first_of_episode[ep[first]] = first
+    relabel_rows = first_of_episode[relabel_episodes]
+    if (relabel_rows < 0).any():
+        raise ValueError("value rollouts: an episode without its first step")
+    n_steps = len(ep)
+    image_row = torch.from_numpy(np.concatenate([np.arange(n_steps), relabel_rows]))
+    relabels = torch.arange(n_steps, len(image_row))
+    step_texts = [str(s) for s in train["step_skills"]] + relabel_texts
+    texts = sorted(set(step_texts))
     table = EmbeddingTable.for_texts(texts)
     text_index = {t: i for i, t in enumerate(texts)}
     text_matrix = torch.as_tensor(table(texts))
-    skill_ix = torch.as_tensor([text_index[str(s)] for s in train["step_skills"]])
+    skill_ix = torch.as_tensor([text_index[t] for t in step_texts])
     images = torch.from_numpy(train["step_images"])
     start = torch.from_numpy(start_rows(t_idx))
 
     def frames(rows):
         """uint8 inputs of these rows (with ``start_frame``: + their episode's first frame)."""
+        rows = image_row[rows]
         if cfg.model.start_frame:
             return with_start_frames(images[rows], images[start[rows]])
         return images[rows]
-    states = torch.from_numpy(train["step_states"])
-    ahead_t, mc_t = torch.from_numpy(ahead), torch.from_numpy(mc_target.astype(np.float32))
-    next_t = torch.from_numpy(next_index)
+    states = torch.from_numpy(train["step_states"])[image_row]
+    n_relabels = len(relabel_rows)
+    ahead_t = torch.from_numpy(np.concatenate([ahead, np.zeros(n_relabels, bool)]))
+    mc_t = torch.from_numpy(np.concatenate([mc_target, np.zeros(n_relabels)]).astype(np.float32))
+    next_t = torch.from_numpy(np.concatenate([next_index, np.zeros(n_relabels, np.int64)]))
 
     net = ValueNet(cfg.model)
     net.text_norm.fit(text_matrix)
@@ -179,6 +223,7 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
         raise ValueError("value.train.freeze_encoder needs init_from_policy")
     history, running = [], None
     n_first = int(round(tc.batch_size * td.initial_fraction))
+    n_absent = int(round(tc.batch_size * td.absent_fraction)) if n_relabels else 0
     t_train = time.time()
     if tc.freeze_encoder:
         # The encoder is the policy's and stays fixed: its features (no augmentation) are
@@ -186,8 +231,9 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
         net.eval()
         feats = []
         with torch.no_grad():
-            for i in tqdm(range(0, len(ep), 256), desc="features", disable=not progress, mininterval=2):
-                j = torch.arange(i, min(i + 256, len(ep)))
+            for i in tqdm(range(0, len(image_row), 256), desc="features", disable=not progress,
+                          mininterval=2):
+                j = torch.arange(i, min(i + 256, len(image_row)))
                 feats.append(net.features((frames(j).permute(0, 3, 1, 2).float() / 255 - 0.5) / 0.25,
                                           text_matrix[skill_ix[j]]))
         feats = torch.cat(feats)
@@ -212,8 +258,10 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
     for step in bar:
         for group in opt.param_groups:
             group["lr"] = tc.lr * cosine_lr(step, tc.steps, tc.warmup)
-        idx = torch.cat([torch.randint(0, len(ep), (tc.batch_size - n_first,), generator=gen),
-                         torch.as_tensor(first)[torch.randint(0, len(first), (n_first,), generator=gen)]])
+        idx = torch.cat([
+            torch.randint(0, n_steps, (tc.batch_size - n_first - n_absent,), generator=gen),
+            torch.as_tensor(first)[torch.randint(0, len(first), (n_first,), generator=gen)],
+            relabels[torch.randint(0, max(n_relabels, 1), (n_absent,), generator=gen)]])
         with torch.no_grad():
             y = mc_t[idx].clone()
             boot = ahead_t[idx]
@@ -260,7 +308,7 @@ def train_value(config_path=None, seed: int = 0, out=None, policy=None,
         "text_encoder": ENCODER_NAME,
         "skills": texts,
         "data": {"train_rollouts": _rollout_stats(train), "calibration_rollouts": _rollout_stats(calib),
-                 "train_states": int(len(ep))},
+                 "train_states": int(n_steps), "absent_relabels": int(n_relabels)},
         "model": {"parameters": count_parameters(net)},
         "training": {"steps": tc.steps, "samples": tc.steps * tc.batch_size,
                      "data_seconds": round(t_data, 1), "train_seconds": round(t_train, 1),

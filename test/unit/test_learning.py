@@ -355,6 +355,9 @@ def test_train_overrides_parse_json_and_keep_plain_text():
     ("bc", "model.channels=[16,\"a\"]", "expected a list of integers"),
     ("value", "model.coord_conv=1", "value.model.coord_conv: expected true or false"),
     ("value", "train.lr=0", "lr must be > 0"),
+    ("value", "td.absent_fraction=0.1", "absent_fraction needs value.data.absent_relabels"),
+    ("value", "td.absent_fraction=0.8", "initial_fraction + absent_fraction must stay under 1"),
+    ("value", "data.absent_relabels=-1", "absent_relabels must be at least 0"),
     ("bc", "model.ee_view=8", "ee_view: expected 0 (off) or a side of at least 16 px"),
     ("bc", "model.ee_view_zoom=0.5", "ee_view_zoom: expected at least 1"),
     ("bc", "model.ee_camera=elbow", "ee_camera: expected one of ('crop', 'wrist')")])
@@ -701,6 +704,30 @@ def test_bad_image_size_and_value_precision_are_rejected_before_any_work():
     for bad in (1.5, -0.1, "half", True):
         with pytest.raises(ValueError, match="elsewhere"):
             train_value(overrides={"data.elsewhere": bad}, progress=False)
+
+
+def test_absent_relabels_name_only_objects_missing_from_the_episode_scene():
+    """The value's free negatives: each text names an object that is not where the robot stands
+    in the episode's own scene (its start re-created by a reset), at most ``per_episode`` per
+    episode, all different, the same for the same seed."""
+    from saycan_ros.learning.train_value import absent_relabels
+    specs = D.mixed_starts(12, 777, 0.5)
+    rollouts = D.specs_to_arrays(specs)
+    episodes, texts = absent_relabels(rollouts, 3, (1, 6), 48, 0.5, seed=0)
+    assert len(texts) == len(episodes) == 12 * 3        # a scene holds at most 7 objects
+    env = D.make_pick_env(48, (1, 6), elsewhere=0.5)
+    stocked_elsewhere = 0
+    for e, spec in enumerate(specs):
+        _, info = D.reset_to(env, spec)
+        named = [t.removeprefix("pick up the ") for t, k in zip(texts, episodes) if k == e]
+        assert len(set(named)) == len(named) == 3
+        where = {n: env.world.objects[n].location for n in env.world.present}
+        assert all(where.get(n) != info["location"] for n in named), (spec, named, where)
+        assert set(named) <= set(D.pick_objects()) and env.world.held not in named
+        stocked_elsewhere += any(n in where for n in named)
+    assert stocked_elsewhere > 0                        # objects on other shelves count too
+    again = absent_relabels(rollouts, 3, (1, 6), 48, 0.5, seed=0)
+    assert np.array_equal(again[0], episodes) and again[1] == texts
 
 
 def test_augment_moves_content_by_the_returned_shift_and_leaves_the_input_alone():
