@@ -21,8 +21,8 @@ class ValueDataConfig:
     distractors: tuple[int, int] = (1, 6)  # other objects at the location (task scenes: up to 6)
     elsewhere: float = 0.0                 # share of starts with the other shelves stocked too
     n_envs: int = 16
-    # Per training episode, its first frame again with the pick text of objects missing from its
-    # scene, target 0: nothing absent can be picked, so these need no rollout (see td).
+    # Per training episode, its first frame again with the pick text of objects that are not
+    # where the robot stands, target 0: they cannot be picked, so need no rollout (see td).
     absent_relabels: int = 0
 
     def __post_init__(self):

@@ -706,10 +706,11 @@ def test_bad_image_size_and_value_precision_are_rejected_before_any_work():
             train_value(overrides={"data.elsewhere": bad}, progress=False)
 
 
-def test_absent_relabels_name_only_objects_missing_from_the_episode_scene():
+def test_absent_relabels_name_only_objects_that_are_not_where_the_robot_stands():
     """The value's free negatives: each text names an object that is not where the robot stands
-    in the episode's own scene (its start re-created by a reset), at most ``per_episode`` per
-    episode, all different, the same for the same seed."""
+    in the episode's own scene (its start re-created by a reset), never a feasible episode's
+    target, ``per_episode`` per episode (every scene has more missing), all different, the same
+    for the same seed."""
     from saycan_ros.learning.train_value import absent_relabels
     specs = D.mixed_starts(12, 777, 0.5)
     rollouts = D.specs_to_arrays(specs)
@@ -724,6 +725,7 @@ def test_absent_relabels_name_only_objects_missing_from_the_episode_scene():
         where = {n: env.world.objects[n].location for n in env.world.present}
         assert all(where.get(n) != info["location"] for n in named), (spec, named, where)
         assert set(named) <= set(D.pick_objects()) and env.world.held not in named
+        assert not spec.feasible or spec.object not in named
         stocked_elsewhere += any(n in where for n in named)
     assert stocked_elsewhere > 0                        # objects on other shelves count too
     again = absent_relabels(rollouts, 3, (1, 6), 48, 0.5, seed=0)
